@@ -1,0 +1,21 @@
+# The two entry points of the README. Both install what they need first (idempotent).
+.PHONY: install install-verl run test lint
+
+install:
+	bash scripts/install.sh
+
+install-verl:
+	bash scripts/install-verl-env.sh
+
+# The embedded default, end to end on 2 local cores, no network.
+run: install
+	.venv/bin/snakemake --cores 2
+
+# Every test: the main suite in .venv, then the verl CPU tests in .venv-verl.
+test: install install-verl
+	bash scripts/test.sh
+
+lint:
+	.venv/bin/ruff check src tests benchmarks scripts
+	.venv/bin/snakefmt --check workflow/
+	.venv/bin/snakemake --lint

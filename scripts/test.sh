@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole test suite: lint, the main environment's tests (workflow tests included), then the verl
+# environment's CPU tests. Exits non-zero on the first failing part.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export BFCL_PROJECT_ROOT=${BFCL_PROJECT_ROOT:-$PWD/.bfcl}
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+.venv/bin/ruff check src tests benchmarks scripts
+.venv/bin/python -m pytest -q -m "not verl" tests
+.venv-verl/bin/python -m pytest -q -m verl tests/engines/verl -p no:cacheprovider

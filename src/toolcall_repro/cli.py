@@ -1,0 +1,23 @@
+"""`toolcall-repro` command: the user-facing entry points that are not Snakemake jobs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from toolcall_repro import provenance
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="toolcall-repro")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    v = sub.add_parser("verify", help="re-check every checksum in a results archive; names any file that differs")
+    v.add_argument("archive")
+    args = p.parse_args(argv)
+    if args.cmd == "verify":
+        return provenance.main(["verify", args.archive])
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())

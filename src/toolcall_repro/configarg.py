@@ -1,0 +1,22 @@
+"""Config subtrees arrive on the command line as inline JSON or as a JSON/YAML file path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+
+def load_config_arg(value: str) -> dict:
+    """Parse `--config`: inline JSON (what the Snakemake rules pass) or a path to a JSON/YAML file."""
+    text = value.strip()
+    if text.startswith("{"):
+        return json.loads(text)
+    path = Path(value)
+    if not path.is_file():
+        raise FileNotFoundError(f"--config is neither inline JSON nor an existing file: {value!r}")
+    loaded = yaml.safe_load(path.read_text())
+    if not isinstance(loaded, dict):
+        raise ValueError(f"--config file {value} does not hold a mapping")
+    return loaded

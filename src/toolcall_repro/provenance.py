@@ -1,0 +1,328 @@
+"""Provenance: per-job manifests, the run-level record, checksummed archives and their verification.
+
+Every Snakemake job runs its command through `python -m toolcall_repro.provenance run ...`, which times
+the command (wall-clock and child CPU seconds), then checksums inputs and outputs and writes the job's
+manifest. One mechanism for all rules, so no stage can forget its manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import io
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+TRACKED_PACKAGES = (
+    "toolcall-repro",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "datasets",
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "bfcl-eval",
+    "lm-eval",
+    "snakemake",
+    "verl",
+    "vllm",
+)
+CHECKSUM_FILE = "SHA256SUMS"
+
+
+def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def config_hash(subtree: object) -> str:
+    """sha256 of the canonical JSON of a config subtree (key order never matters)."""
+    blob = json.dumps(subtree, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def iter_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Files named directly, plus every file below each named directory, in a stable order."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files.extend(sorted(q for q in p.rglob("*") if q.is_file()))
+        elif p.is_file():
+            files.append(p)
+    return files
+
+
+def checksums(paths: Iterable[str | Path]) -> dict[str, str]:
+    return {str(f): sha256_file(f) for f in iter_files(paths)}
+
+
+def package_versions(names: Iterable[str] = TRACKED_PACKAGES) -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_state(cwd: str | Path = ".") -> dict[str, object]:
+    """Commit and dirty flag of the code that ran; results/ is ignored by git, so it never counts as dirty."""
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+        except (OSError, subprocess.CalledProcessError):
+            return None
+        return out.stdout.strip()
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def atomic_write_json(path: str | Path, obj: object) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def build_manifest(
+    *,
+    rule: str,
+    config_subtree: object,
+    inputs: Iterable[str],
+    outputs: Iterable[str],
+    seeds: Mapping[str, object] | None,
+    wall_s: float,
+    cpu_s: float,
+    device_s: float | None = None,
+    command: list[str] | None = None,
+) -> dict:
+    return {
+        "rule": rule,
+        "config": config_subtree,
+        "config_sha256": config_hash(config_subtree),
+        "git": git_state(),
+        "packages": package_versions(),
+        "python": sys.version.split()[0],
+        "host": platform.node(),
+        "inputs": checksums(inputs),
+        "outputs": checksums(outputs),
+        "seeds": dict(seeds or {}),
+        "wall_clock_s": round(wall_s, 3),
+        "cpu_s": round(cpu_s, 3),
+        "device_s": device_s,
+        "command": command,
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def run_with_manifest(
+    command: list[str],
+    *,
+    manifest: str,
+    rule: str,
+    config_subtree: object,
+    inputs: list[str],
+    outputs: list[str],
+    seeds: Mapping[str, object] | None = None,
+    gpus: int = 0,
+) -> int:
+    """Run `command`, then write the manifest; on failure write nothing (Snakemake removes the outputs)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    rc = subprocess.call(command)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if rc != 0:
+        return rc
+    missing = [o for o in outputs if not Path(o).exists()]
+    if missing:
+        print(f"provenance: command succeeded but did not write {missing}", file=sys.stderr)
+        return 3
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    atomic_write_json(
+        manifest,
+        build_manifest(
+            rule=rule,
+            config_subtree=config_subtree,
+            inputs=inputs,
+            outputs=outputs,
+            seeds=seeds,
+            wall_s=wall,
+            cpu_s=cpu,
+            # GPU-seconds at paper scale are the job's wall-clock x GPUs it held.
+            device_s=round(wall * gpus, 3) if gpus else round(cpu, 3),
+            command=command,
+        ),
+    )
+    return 0
+
+
+# --- run-level record, archive, verify -------------------------------------------------------------
+
+
+def collect_manifests(run_dir: str | Path) -> list[dict]:
+    root = Path(run_dir) / "manifests"
+    return [json.loads(p.read_text()) for p in sorted(root.rglob("*.json"))]
+
+
+def run_record(run_dir: str | Path, config: Mapping) -> dict:
+    manifests = collect_manifests(run_dir)
+    return {
+        "run_dir": str(run_dir),
+        "config": config,
+        "config_sha256": config_hash(config),
+        "git": git_state(),
+        "packages": package_versions(),
+        "python": sys.version.split()[0],
+        "jobs": len(manifests),
+        "wall_clock_s": round(sum(m["wall_clock_s"] for m in manifests), 3),
+        "cpu_s": round(sum(m["cpu_s"] for m in manifests), 3),
+        "device_s": round(sum(m.get("device_s") or 0.0 for m in manifests), 3),
+        "per_rule": _per_rule(manifests),
+    }
+
+
+def _per_rule(manifests: list[dict]) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for m in manifests:
+        r = out.setdefault(m["rule"], {"jobs": 0, "wall_clock_s": 0.0, "cpu_s": 0.0})
+        r["jobs"] += 1
+        r["wall_clock_s"] = round(r["wall_clock_s"] + m["wall_clock_s"], 3)
+        r["cpu_s"] = round(r["cpu_s"] + m["cpu_s"], 3)
+    return out
+
+
+def pack_archive(run_dir: str | Path, archive: str | Path, extra: Iterable[str | Path] = ()) -> int:
+    """Pack run_dir (minus any archive/ folder) and extra files into a tar.gz with a SHA256SUMS member.
+
+    Members are added in sorted order with fixed mtimes/owners so the same tree gives the same archive.
+    Returns the number of files packed.
+    """
+    run_dir = Path(run_dir)
+    archive = Path(archive)
+    files = [f for f in iter_files([run_dir]) if "archive" not in f.relative_to(run_dir).parts[:1]]
+    members = [(f, f"{run_dir.name}/{f.relative_to(run_dir)}") for f in files]
+    members += [(Path(e), f"{run_dir.name}/extra/{Path(e).name}") for e in iter_files(extra)]
+    sums = "".join(f"{sha256_file(src)}  {name}\n" for src, name in members)
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    tmp = archive.with_name(f".{archive.name}.tmp{os.getpid()}")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for src, name in members:
+            info = tar.gettarinfo(str(src), arcname=name)
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            with open(src, "rb") as f:
+                tar.addfile(info, f)
+        blob = sums.encode()
+        info = tarfile.TarInfo(f"{run_dir.name}/{CHECKSUM_FILE}")
+        info.size = len(blob)
+        tar.addfile(info, io.BytesIO(blob))
+    os.replace(tmp, archive)
+    return len(members)
+
+
+def verify_archive(archive: str | Path) -> list[str]:
+    """Re-check every checksum in the archive; return the problems (empty list = intact)."""
+    problems: list[str] = []
+    with tarfile.open(archive, "r:gz") as tar:
+        names = [m for m in tar.getmembers() if m.isfile()]
+        sums_member = next((m for m in names if m.name.endswith("/" + CHECKSUM_FILE)), None)
+        if sums_member is None:
+            return [f"no {CHECKSUM_FILE} in {archive}"]
+        expected: dict[str, str] = {}
+        for line in tar.extractfile(sums_member).read().decode().splitlines():
+            digest, _, name = line.partition("  ")
+            expected[name] = digest
+        seen = set()
+        for m in names:
+            if m is sums_member:
+                continue
+            seen.add(m.name)
+            digest = hashlib.sha256(tar.extractfile(m).read()).hexdigest()
+            if m.name not in expected:
+                problems.append(f"{m.name}: not listed in {CHECKSUM_FILE}")
+            elif digest != expected[m.name]:
+                problems.append(f"{m.name}: checksum differs")
+        problems += [f"{n}: listed but missing" for n in sorted(set(expected) - seen)]
+    return problems
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m toolcall_repro.provenance")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run a command and write its manifest")
+    r.add_argument("--manifest", required=True)
+    r.add_argument("--rule", required=True)
+    r.add_argument("--config", default="null", help="the rule's config subtree as JSON")
+    r.add_argument("--seeds", default="{}", help="JSON object of the seeds used")
+    r.add_argument("--inputs", nargs="*", default=[])
+    r.add_argument("--outputs", nargs="*", default=[])
+    r.add_argument("--gpus", type=int, default=0)
+    r.add_argument("command", nargs=argparse.REMAINDER)
+    rec = sub.add_parser("record", help="write the run-level provenance record")
+    rec.add_argument("--run-dir", required=True)
+    rec.add_argument("--config", required=True, help="the whole config as JSON")
+    rec.add_argument("--out", required=True)
+    a = sub.add_parser("archive", help="pack a run directory into a checksummed tar.gz")
+    a.add_argument("--run-dir", required=True)
+    a.add_argument("--out", required=True)
+    a.add_argument("--extra", nargs="*", default=[])
+    v = sub.add_parser("verify", help="re-check every checksum in an archive")
+    v.add_argument("archive")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    if args.cmd == "run":
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        if not command:
+            print("provenance run: no command given after --", file=sys.stderr)
+            return 2
+        return run_with_manifest(
+            command,
+            manifest=args.manifest,
+            rule=args.rule,
+            config_subtree=json.loads(args.config),
+            inputs=args.inputs,
+            outputs=args.outputs,
+            seeds=json.loads(args.seeds),
+            gpus=args.gpus,
+        )
+    if args.cmd == "record":
+        atomic_write_json(args.out, run_record(args.run_dir, json.loads(args.config)))
+        return 0
+    if args.cmd == "archive":
+        n = pack_archive(args.run_dir, args.out, args.extra)
+        print(f"packed {n} files into {args.out}")
+        return 0
+    problems = verify_archive(args.archive)
+    for line in problems:
+        print(line)
+    print(f"{args.archive}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
+    return 0 if not problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""RL core shared by the local CPU engine and the verl engine: pure functions over numpy / torch."""
+
+from toolcall_repro.rl.advantage import GROUP_TYPES, SCOPES, group_advantages, group_type, group_type_fractions
+from toolcall_repro.rl.downsample import (
+    SELECTIONS,
+    max_reward_subset,
+    max_variance_subset,
+    random_subset,
+    select_subset,
+)
+from toolcall_repro.rl.metrics import (
+    CURVE_KEYS,
+    STEP_KEYS,
+    TIMING_KEYS,
+    TRANSITION_KEYS,
+    full_set_reward,
+    speedup_limit,
+    step_metrics,
+    without_timings,
+)
+from toolcall_repro.rl.prefilter import SEMANTICS, StreakFilter
+
+__all__ = [
+    "CURVE_KEYS",
+    "GROUP_TYPES",
+    "SCOPES",
+    "SELECTIONS",
+    "SEMANTICS",
+    "STEP_KEYS",
+    "TIMING_KEYS",
+    "TRANSITION_KEYS",
+    "StreakFilter",
+    "full_set_reward",
+    "group_advantages",
+    "group_type",
+    "group_type_fractions",
+    "max_reward_subset",
+    "max_variance_subset",
+    "random_subset",
+    "select_subset",
+    "speedup_limit",
+    "step_metrics",
+    "without_timings",
+]
