@@ -1,5 +1,6 @@
 import json
 import os
+import posixpath
 
 from snakemake.utils import validate
 
@@ -10,17 +11,20 @@ report: "../report/workflow.rst"
 # A bad config fails here, before any job, with the offending key named.
 validate(config, "../schemas/config.schema.yaml")
 
-RUN = f"results/{config['run_id']}"
+RUN = os.path.join("results", config["run_id"])
 ENVS = "../envs"
 PAPER_SCALE = config["engines"]["training"] == "verl"
 THREADS = config["engines"]["threads"]
 SETTINGS = ["single_turn", "multi_turn"]
 SOURCES = ["xlam", "toolace", "looptool"]
+VERL = config["train"].get("verl", {"nodes": 1, "gpus_per_node": 0})
+# The paper's filter policy: 80 GRPO steps on Tool-N1's data with the single-turn settings.
+FILTER_POLICY_STEPS = 80
 
 
 wildcard_constraints:
     setting="single_turn|multi_turn",
-    source="|".join(SOURCES + ["tooln1"]),
+    source="xlam|toolace|looptool|tooln1",
     dataset="single_turn|multi_turn|format_single|format_multi|tooln1",
     variant="[a-z][a-z0-9_]*",
     model="[a-z][a-z0-9-]*",
@@ -31,12 +35,12 @@ wildcard_constraints:
 
 def R(*parts):
     """Path under this run's results tree."""
-    return "/".join([RUN, *parts])
+    return os.path.join(RUN, *parts)
 
 
-def subtree(*keys, cfg=None):
-    """The config subtree at keys: what a rule gets, so that only its own knobs trigger a rerun."""
-    node = config if cfg is None else cfg
+def subtree(*keys):
+    """The config subtree at keys: what a job gets, so that only its own knobs trigger a rerun."""
+    node = config
     for k in keys:
         node = node[k]
     return node
@@ -47,34 +51,26 @@ def as_json(obj):
 
 
 def stage_resources(stage, **defaults):
-    """Cluster resources for a stage from config['resources'][stage] (paper scale), else the defaults."""
+    """Cluster resources of a stage: config['resources'][stage] (paper scale) over the defaults."""
     merged = dict(defaults)
     merged.update(config.get("resources", {}).get(stage, {}))
     return merged
 
 
-# Every job runs through the provenance wrapper, which times it and writes its manifest (inputs,
-# outputs, config subtree + hash, git state, package versions, seeds, wall-clock and CPU/GPU seconds).
-PROV = (
-    "python -m toolcall_repro.provenance run --rule {rule} --manifest {output.manifest:q}"
-    " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-    " --gpus {resources.gpu} --"
-)
-
-
 def manifest(rule_name, key="all"):
+    """Each job's manifest (written by `python -m toolcall_repro.provenance run`)."""
     return R("manifests", rule_name, f"{key}.json")
 
 
-# --- model tags ---------------------------------------------------------------------------------------
+# --- models ---------------------------------------------------------------------------------------------
 
 
 def hub_model_dir(hub_id):
-    return R("models", "hub", hub_id.replace("/", "--"))
+    return R("models", "hub", hub_id.replace(posixpath.sep, "--"))
 
 
 def slug_to_hub_id(slug):
-    return slug.replace("--", "/")
+    return slug.replace("--", posixpath.sep)
 
 
 def model_path(name):
@@ -91,25 +87,96 @@ def train_dir(dataset, variant):
     return R("train", dataset, variant)
 
 
+def final_model_dir(dataset, variant):
+    return R("train", dataset, variant, "final")
+
+
+def filter_policy_dir(setting):
+    """The policy whose rollouts filter the data (config model.filter_policy).
+
+    base: the base model (the warm-started tiny model on the embedded default); train: the paper's
+    policy, GRPO-trained 80 steps on Tool-N1's data (xLAM + ToolACE pooled, unfiltered); else a path
+    or hub id. Multi-turn filtering uses model.filter_policy_multi_turn (the paper's "stronger model").
+    """
+    key = "filter_policy_multi_turn" if setting == "multi_turn" else "filter_policy"
+    policy = config["model"].get(key) or config["model"].get("filter_policy", "base")
+    if policy == "base":
+        return base_model_dir()
+    if policy == "train":
+        return final_model_dir("tooln1", "vanilla")
+    return model_path(policy)
+
+
 def model_dir(tag):
-    """Directory of the HF weights behind an evaluation model tag."""
+    """Directory of the weights behind an evaluation model tag."""
     spec = config["evaluate"]["models"][tag]
     if spec["source"] == "base":
         return base_model_dir()
     if spec["source"] == "train":
-        return train_dir(spec["setting"], spec["variant"]) + "/final"
-    return train_dir(spec["dataset"], config["train"]["format_study"]["variant"]) + "/final"
+        return final_model_dir(spec["setting"], spec["variant"])
+    return final_model_dir(spec["dataset"], config["train"]["format_study"]["variant"])
 
 
 def model_spec(tag):
     return {"tag": tag, **config["evaluate"]["models"][tag]}
 
 
-# --- targets ------------------------------------------------------------------------------------------
+# --- training -----------------------------------------------------------------------------------------
+
+
+def dataset_setting(dataset):
+    if dataset in SETTINGS:
+        return dataset
+    if dataset == "tooln1":
+        return "single_turn"
+    return config["train"]["format_study"]["setting"]
+
+
+def run_config(dataset, variant):
+    """Hyper-parameters of one training run: its setting and its variant, nothing else."""
+    setting = dataset_setting(dataset)
+    hp = dict(subtree("train", "settings", setting))
+    if dataset.startswith("format_"):
+        hp["epochs"] = config["train"]["format_study"]["epochs"]
+    if dataset == "tooln1":
+        hp["max_steps"] = FILTER_POLICY_STEPS
+    var = dict(subtree("train", "variants", variant))
+    if "n" in var:
+        hp["n"] = var.pop("n")
+    return {"dataset": dataset, "setting": setting, "variant": variant, **hp, **var}
+
+
+def heldout_for(dataset):
+    if dataset == "tooln1":
+        return R("data", "train", "heldout_tooln1.parquet")
+    return R("data", "train", f"heldout_{dataset_setting(dataset)}.parquet")
+
+
+def policy_start_dir(dataset):
+    """Weights a training run starts from: the setting's own model (paper scale) or the base model."""
+    hub_id = config["train"]["settings"][dataset_setting(dataset)].get("model")
+    return model_path(hub_id) if hub_id else base_model_dir()
 
 
 def training_runs():
     return [(s, v) for s in SETTINGS for v in config["train"]["runs"].get(s, [])]
+
+
+def training_summaries():
+    return [R("train", s, v, "summary.json") for s, v in training_runs()]
+
+
+# --- evaluation ---------------------------------------------------------------------------------------
+
+
+def protocol_spec(protocol, seed):
+    spec = dict(subtree("evaluate", "protocols", protocol))
+    return {
+        "id": protocol,
+        **spec,
+        "seed": int(seed),
+        "backend": config["engines"]["generation"],
+    }
 
 
 def study_jobs(study):
@@ -119,29 +186,28 @@ def study_jobs(study):
 
 
 def bfcl_summaries(study):
+    if study not in config["evaluate"]["studies"]:
+        return []
+    return [R("eval", "bfcl", m, p, "summary.json") for m, p, _ in study_jobs(study)]
+
+
+def bfcl_variance_summaries():
+    if "seed_variance" not in config["evaluate"]["studies"]:
+        return []
     return [
-        R("eval", "bfcl", m, p, "summary.json") for m, p, _ in study_jobs(study)
+        R("eval", "bfcl", m, p, "variance.json")
+        for m, p, _ in study_jobs("seed_variance")
     ]
 
 
-# ACEBench data: the paper config downloads it at a pinned commit; the embedded default reads the copy in
-# ../shared when present and leaves ACEBench out of the DAG (with a warning) when it is not.
-ACEBENCH_DIR = config["evaluate"]["acebench"]["data_dir"] or os.path.join(
-    "..", "shared", "data", "acebench", "data_all", "data_en"
-)
-HAVE_ACEBENCH = os.path.isdir(ACEBENCH_DIR)
-if not HAVE_ACEBENCH:
-    print(f"toolcall-repro: no ACEBench data at {ACEBENCH_DIR}; ACEBench targets are left out.")
+def variance_seeds():
+    studies = config["evaluate"]["studies"]
+    return studies.get("seed_variance", {}).get("seeds", config["evaluate"]["seeds"])
 
 
-def acebench_summaries():
-    if not HAVE_ACEBENCH:
-        return []
-    return [R("eval", "acebench", m, ACEBENCH_PROTOCOL, "summary.json") for m in ACEBENCH_MODELS]
-
-
-ACEBENCH_MODELS = config["evaluate"]["acebench"].get("models", ["base"])
-ACEBENCH_PROTOCOL = config["evaluate"]["acebench"].get("protocol", "stronger")
+def bfcl_seed_files(w, seeds=None):
+    seeds = config["evaluate"]["seeds"] if seeds is None else seeds
+    return [R("eval", "bfcl", w.model, w.protocol, f"seed{s}.json") for s in seeds]
 
 
 def all_bfcl_summaries():
@@ -149,48 +215,60 @@ def all_bfcl_summaries():
     return sorted({f for s in studies for f in bfcl_summaries(s)})
 
 
+# ACEBench: the paper config downloads it at a pinned commit; the embedded default reads the copy in
+# ../shared when present and leaves ACEBench out of the DAG, saying so, when it is absent.
+ACEBENCH = config["evaluate"].get("acebench", {})
+ACEBENCH_DIR = ACEBENCH.get("data_dir") or os.path.join(
+    "..", "shared", "data", "acebench", "data_all", "data_en"
+)
+ACEBENCH_DOWNLOAD = bool(ACEBENCH.get("commit"))
+HAVE_ACEBENCH = ACEBENCH_DOWNLOAD or os.path.isdir(ACEBENCH_DIR)
+if not HAVE_ACEBENCH:
+    print(
+        f"toolcall-repro: no ACEBench data at {ACEBENCH_DIR}; ACEBench targets are left out."
+    )
+
+
+def acebench_summaries():
+    if not HAVE_ACEBENCH:
+        return []
+    protocol = ACEBENCH.get("protocol", "stronger")
+    return [
+        R("eval", "acebench", m, protocol, "summary.json")
+        for m in ACEBENCH.get("models", ["base"])
+    ]
+
+
+def acebench_seed_files(w):
+    return [
+        R("eval", "acebench", w.model, w.protocol, f"seed{s}.json")
+        for s in config["evaluate"]["seeds"]
+    ]
+
+
+def general_summaries():
+    general = config["evaluate"].get("general")
+    if not general:
+        return []
+    return [R("eval", "general", m, "summary.json") for m in general["models"]]
+
+
 def all_eval_outputs():
     """Everything the results stage reads from evaluation."""
-    outs = list(all_bfcl_summaries())
-    if "seed_variance" in config["evaluate"]["studies"]:
-        outs += [R("eval", "bfcl", m, p, "variance.json") for m, p, _ in study_jobs("seed_variance")]
-    outs += acebench_summaries()
-    if "general" in config["evaluate"]:
-        outs += [R("eval", "general", m, "summary.json") for m in config["evaluate"]["general"]["models"]]
-    return outs
+    return [
+        *all_bfcl_summaries(),
+        *bfcl_variance_summaries(),
+        *acebench_summaries(),
+        *general_summaries(),
+    ]
 
 
 def all_targets():
-    targets = [
+    return [
         R("data", "filter_report.json"),
-        *[train_dir(s, v) + "/summary.json" for s, v in training_runs()],
+        *training_summaries(),
         R("tables", "index.md"),
         R("figures", "index.md"),
         R("provenance.json"),
         R("archive", f"{config['run_id']}.tar.gz"),
     ]
-    return targets
-
-
-# Data, bookkeeping and report rules run on the submit host (compute nodes are often offline).
-localrules:
-    normalise_source,
-    subset_format_study,
-    pool_tooln1,
-    report_filter,
-    summarise_bfcl,
-    summarise_bfcl_variance,
-    summarise_acebench,
-    make_tables,
-    make_figures,
-    write_provenance,
-    archive_results,
-    bfcl_all,
-    study_seed_variance,
-    study_template,
-    study_thinking,
-    study_prompt_ablation,
-    study_data_format,
-    table4,
-    acebench_all,
-    general_all,

@@ -1,14 +1,20 @@
-# Evaluation: BFCL (3 seeds, every score with its protocol card), ACEBench, general capability; studies.
+# Evaluation: BFCL (seeds from config, every score with its protocol card), ACEBench, general
+# capability (lm-eval); the paper's sensitivity studies are named targets at the end.
 
 
-def protocol_json(protocol, seed):
-    spec = dict(subtree("evaluate", "protocols", protocol))
-    return as_json(
-        {"id": protocol, **spec, "seed": int(seed), "backend": config["engines"]["generation"]}
-    )
-
-
-EVAL_RES = stage_resources("evaluate", gpu=0)
+localrules:
+    summarise_bfcl,
+    summarise_bfcl_variance,
+    summarise_acebench,
+    bfcl_all,
+    study_seed_variance,
+    study_template,
+    study_thinking,
+    study_prompt_ablation,
+    study_data_format,
+    table4,
+    acebench_all,
+    general_all,
 
 
 rule score_bfcl:
@@ -17,40 +23,38 @@ rule score_bfcl:
     output:
         score=R("eval", "bfcl", "{model}", "{protocol}", "seed{seed}.json"),
         manifest=manifest("score_bfcl", "{model}-{protocol}-{seed}"),
-    params:
-        cfg=lambda w: as_json(
-            {
-                "bfcl": subtree("evaluate", "bfcl"),
-                "protocol": json.loads(protocol_json(w.protocol, w.seed)),
-                "model": model_spec(w.model),
-            }
-        ),
-        seeds=lambda w: as_json({"eval": int(w.seed)}),
-        protocol=lambda w: protocol_json(w.protocol, w.seed),
-        categories=",".join(subtree("evaluate", "bfcl", "categories")),
-        limit=subtree("evaluate", "bfcl", "limit") or 0,
-        backend=config["engines"]["generation"],
-        work=lambda w: R("eval", "bfcl", w.model, w.protocol, f"seed{w.seed}.work"),
     log:
         R("logs", "score_bfcl", "{model}-{protocol}-{seed}.log"),
     benchmark:
         R("benchmarks", "score_bfcl", "{model}-{protocol}-{seed}.tsv")
+    conda:
+        "../envs/eval-vllm.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
     threads: THREADS
     resources:
-        **EVAL_RES,
-    conda:
-        f"{ENVS}/eval-vllm.yaml" if PAPER_SCALE else f"{ENVS}/cpu.yaml"
+        **stage_resources("evaluate", gpu=0),
+    params:
+        cfg=lambda w: as_json(
+            {
+                "bfcl": subtree("evaluate", "bfcl"),
+                "protocol": protocol_spec(w.protocol, w.seed),
+                "model": model_spec(w.model),
+            }
+        ),
+        seeds=lambda w: as_json({"eval": int(w.seed)}),
+        protocol=lambda w: as_json(protocol_spec(w.protocol, w.seed)),
+        categories=",".join(subtree("evaluate", "bfcl", "categories")),
+        limit=subtree("evaluate", "bfcl", "limit") or 0,
+        backend=config["engines"]["generation"],
+        work=lambda w, output: os.path.splitext(output.score)[0] + ".work",
     shell:
         # One process per (model, protocol, seed): bfcl-eval caches backend instances per process.
-        PROV + " python -m toolcall_repro.eval.bfcl run --model-dir {input.model}"
+        "python -m toolcall_repro.provenance run --rule score_bfcl --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.eval.bfcl run --model-dir {input.model}"
         " --model-tag {wildcards.model} --protocol {params.protocol:q} --seed {wildcards.seed}"
         " --categories {params.categories} --limit {params.limit} --backend {params.backend}"
         " --work-dir {params.work} --out {output.score} --threads {threads} > {log} 2>&1"
-
-
-def bfcl_seed_files(w, seeds=None):
-    seeds = seeds if seeds is not None else config["evaluate"]["seeds"]
-    return [R("eval", "bfcl", w.model, w.protocol, f"seed{s}.json") for s in seeds]
 
 
 rule summarise_bfcl:
@@ -59,69 +63,112 @@ rule summarise_bfcl:
     output:
         summary=R("eval", "bfcl", "{model}", "{protocol}", "summary.json"),
         manifest=manifest("summarise_bfcl", "{model}-{protocol}"),
-    params:
-        cfg=as_json({"seeds": subtree("evaluate", "seeds")}),
-        seeds=as_json({"eval": subtree("evaluate", "seeds")}),
     log:
         R("logs", "summarise_bfcl", "{model}-{protocol}.log"),
     benchmark:
         R("benchmarks", "summarise_bfcl", "{model}-{protocol}.tsv")
+    conda:
+        "../envs/cpu.yaml"
     threads: 1
     resources:
         gpu=0,
-    conda:
-        f"{ENVS}/cpu.yaml"
+    params:
+        cfg=as_json({"seeds": subtree("evaluate", "seeds")}),
+        seeds=as_json({"eval": subtree("evaluate", "seeds")}),
     shell:
-        PROV + " python -m toolcall_repro.eval.bfcl summarise --inputs {input.seeds}"
+        "python -m toolcall_repro.provenance run --rule summarise_bfcl --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.eval.bfcl summarise --inputs {input.seeds}"
         " --out {output.summary} > {log} 2>&1"
-
-
-VARIANCE_SEEDS = config["evaluate"]["studies"]["seed_variance"].get(
-    "seeds", config["evaluate"]["seeds"]
-)
 
 
 rule summarise_bfcl_variance:
     input:
-        seeds=lambda w: bfcl_seed_files(w, VARIANCE_SEEDS),
+        seeds=lambda w: bfcl_seed_files(w, variance_seeds()),
     output:
         summary=R("eval", "bfcl", "{model}", "{protocol}", "variance.json"),
         manifest=manifest("summarise_bfcl_variance", "{model}-{protocol}"),
-    params:
-        cfg=as_json({"seeds": VARIANCE_SEEDS}),
-        seeds=as_json({"eval": VARIANCE_SEEDS}),
     log:
         R("logs", "summarise_bfcl_variance", "{model}-{protocol}.log"),
     benchmark:
         R("benchmarks", "summarise_bfcl_variance", "{model}-{protocol}.tsv")
+    conda:
+        "../envs/cpu.yaml"
     threads: 1
     resources:
         gpu=0,
-    conda:
-        f"{ENVS}/cpu.yaml"
+    params:
+        cfg=as_json({"seeds": variance_seeds()}),
+        seeds=as_json({"eval": variance_seeds()}),
     shell:
-        PROV + " python -m toolcall_repro.eval.bfcl summarise --inputs {input.seeds}"
+        "python -m toolcall_repro.provenance run --rule summarise_bfcl_variance --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.eval.bfcl summarise --inputs {input.seeds}"
         " --out {output.summary} > {log} 2>&1"
+
+
+if ACEBENCH_DOWNLOAD:
+
+    localrules:
+        download_acebench,
+
+    rule download_acebench:
+        output:
+            data=directory(ACEBENCH_DIR),
+            manifest=manifest("download_acebench"),
+        log:
+            R("logs", "download_acebench.log"),
+        benchmark:
+            R("benchmarks", "download_acebench.tsv")
+        conda:
+            "../envs/cpu.yaml"
+        threads: 1
+        resources:
+            gpu=0,
+        params:
+            cfg=as_json(
+                {"repo": ACEBENCH.get("repo"), "commit": ACEBENCH.get("commit")}
+            ),
+            seeds=as_json({}),
+            repo=ACEBENCH.get("repo"),
+            commit=ACEBENCH.get("commit"),
+        shell:
+            "python -m toolcall_repro.provenance run --rule download_acebench --manifest {output.manifest:q}"
+            " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+            " --gpus {resources.gpu} --"
+            " python -m toolcall_repro.data.download acebench --repo {params.repo}"
+            " --commit {params.commit} --out {output.data} > {log} 2>&1"
 
 
 rule score_acebench:
     input:
         model=lambda w: model_dir(w.model),
+        data=ACEBENCH_DIR,
     output:
         score=R("eval", "acebench", "{model}", "{protocol}", "seed{seed}.json"),
         manifest=manifest("score_acebench", "{model}-{protocol}-{seed}"),
+    log:
+        R("logs", "score_acebench", "{model}-{protocol}-{seed}.log"),
+    benchmark:
+        R("benchmarks", "score_acebench", "{model}-{protocol}-{seed}.tsv")
+    conda:
+        "../envs/eval-vllm.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
+    threads: THREADS
+    resources:
+        **stage_resources("evaluate", gpu=0),
     params:
         cfg=lambda w: as_json(
             {
                 "acebench": subtree("evaluate", "acebench"),
-                "protocol": json.loads(protocol_json(w.protocol, w.seed)),
+                "protocol": protocol_spec(w.protocol, w.seed),
                 "model": model_spec(w.model),
             }
         ),
         seeds=lambda w: as_json({"eval": int(w.seed)}),
-        protocol=lambda w: protocol_json(w.protocol, w.seed),
-        data_dir=ACEBENCH_DIR,
-        categories=lambda w: (
+        protocol=lambda w: as_json(protocol_spec(w.protocol, w.seed)),
+        categories=(
             "all"
             if subtree("evaluate", "acebench", "categories") == "all"
             else ",".join(subtree("evaluate", "acebench", "categories"))
@@ -129,17 +176,11 @@ rule score_acebench:
         limit=subtree("evaluate", "acebench", "limit") or 0,
         simulator=subtree("evaluate", "acebench", "simulator"),
         backend=config["engines"]["generation"],
-    log:
-        R("logs", "score_acebench", "{model}-{protocol}-{seed}.log"),
-    benchmark:
-        R("benchmarks", "score_acebench", "{model}-{protocol}-{seed}.tsv")
-    threads: THREADS
-    resources:
-        **EVAL_RES,
-    conda:
-        f"{ENVS}/eval-vllm.yaml" if PAPER_SCALE else f"{ENVS}/cpu.yaml"
     shell:
-        PROV + " python -m toolcall_repro.eval.acebench --data-dir {params.data_dir}"
+        "python -m toolcall_repro.provenance run --rule score_acebench --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.eval.acebench --data-dir {input.data}"
         " --model {input.model} --protocol {params.protocol:q} --seed {wildcards.seed}"
         " --categories {params.categories} --limit {params.limit} --simulator {params.simulator}"
         " --backend {params.backend} --out {output.score} --threads {threads} > {log} 2>&1"
@@ -147,27 +188,27 @@ rule score_acebench:
 
 rule summarise_acebench:
     input:
-        seeds=lambda w: [
-            R("eval", "acebench", w.model, w.protocol, f"seed{s}.json")
-            for s in config["evaluate"]["seeds"]
-        ],
+        seeds=acebench_seed_files,
     output:
         summary=R("eval", "acebench", "{model}", "{protocol}", "summary.json"),
         manifest=manifest("summarise_acebench", "{model}-{protocol}"),
-    params:
-        cfg=as_json({"seeds": subtree("evaluate", "seeds")}),
-        seeds=as_json({"eval": subtree("evaluate", "seeds")}),
     log:
         R("logs", "summarise_acebench", "{model}-{protocol}.log"),
     benchmark:
         R("benchmarks", "summarise_acebench", "{model}-{protocol}.tsv")
+    conda:
+        "../envs/cpu.yaml"
     threads: 1
     resources:
         gpu=0,
-    conda:
-        f"{ENVS}/cpu.yaml"
+    params:
+        cfg=as_json({"seeds": subtree("evaluate", "seeds")}),
+        seeds=as_json({"eval": subtree("evaluate", "seeds")}),
     shell:
-        PROV + " python -m toolcall_repro.eval.summary --inputs {input.seeds}"
+        "python -m toolcall_repro.provenance run --rule summarise_acebench --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.eval.acebench summarise --inputs {input.seeds}"
         " --out {output.summary} > {log} 2>&1"
 
 
@@ -178,6 +219,15 @@ rule check_general_capability:
     output:
         summary=R("eval", "general", "{model}", "summary.json"),
         manifest=manifest("check_general_capability", "{model}"),
+    log:
+        R("logs", "check_general_capability", "{model}.log"),
+    benchmark:
+        R("benchmarks", "check_general_capability", "{model}.tsv")
+    conda:
+        "../envs/eval-vllm.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
+    threads: THREADS
+    resources:
+        **stage_resources("evaluate", gpu=0),
     params:
         cfg=lambda w: as_json(
             {"general": subtree("evaluate", "general"), "model": model_spec(w.model)}
@@ -187,25 +237,19 @@ rule check_general_capability:
         tasks=subtree("evaluate", "general", "tasks"),
         fewshot=subtree("evaluate", "general", "num_fewshot"),
         limit=subtree("evaluate", "general", "limit") or 0,
-        out_dir=lambda w: R("eval", "general", w.model),
+        out_dir=lambda w, output: os.path.dirname(output.summary),
         backend=config["engines"]["generation"],
-    log:
-        R("logs", "check_general_capability", "{model}.log"),
-    benchmark:
-        R("benchmarks", "check_general_capability", "{model}.tsv")
-    threads: THREADS
-    resources:
-        **EVAL_RES,
-    conda:
-        f"{ENVS}/eval-vllm.yaml" if PAPER_SCALE else f"{ENVS}/cpu.yaml"
     shell:
-        PROV + " python -m toolcall_repro.eval.general --model-dir {input.model}"
+        "python -m toolcall_repro.provenance run --rule check_general_capability --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.eval.general --model-dir {input.model}"
         " --tasks {params.tasks} --local-source {input.samples} --num-fewshot {params.fewshot}"
         " --seed {params.seed} --limit {params.limit} --backend {params.backend}"
         " --out {params.out_dir} > {log} 2>&1"
 
 
-# --- studies: each one named target -------------------------------------------------------------------
+# --- each study is one named target ---------------------------------------------------------------------
 
 
 rule bfcl_all:
@@ -215,7 +259,7 @@ rule bfcl_all:
 
 rule study_seed_variance:
     input:
-        [R("eval", "bfcl", m, p, "variance.json") for m, p, _ in study_jobs("seed_variance")],
+        bfcl_variance_summaries(),
 
 
 rule study_template:
@@ -250,4 +294,4 @@ rule acebench_all:
 
 rule general_all:
     input:
-        [R("eval", "general", m, "summary.json") for m in config["evaluate"]["general"]["models"]],
+        general_summaries(),

@@ -1,60 +1,88 @@
 # Results: tables, figures, the run-level provenance record and the checksummed archive.
+# `snakemake --report results/<run_id>/report.html` renders the report()-flagged outputs.
+
+
+localrules:
+    make_tables,
+    make_figures,
+    write_provenance,
+    archive_results,
 
 
 rule make_tables:
     input:
         evals=all_eval_outputs(),
-        training=[train_dir(s, v) + "/summary.json" for s, v in training_runs()],
+        training=training_summaries(),
         filter_report=R("data", "filter_report.json"),
     output:
         index=report(
             R("tables", "index.md"), caption="../report/tables.rst", category="Tables"
         ),
+        tables=report(
+            directory(R("tables", "csv")),
+            patterns=["{name}.csv"],
+            caption="../report/tables.rst",
+            category="Tables",
+        ),
         manifest=manifest("make_tables"),
-    params:
-        cfg=as_json({"evaluate": subtree("evaluate"), "runs": training_runs()}),
-        seeds=as_json({"eval": subtree("evaluate", "seeds")}),
-        run_dir=RUN,
-        out_dir=R("tables"),
     log:
         R("logs", "make_tables.log"),
     benchmark:
         R("benchmarks", "make_tables.tsv")
+    conda:
+        "../envs/cpu.yaml"
     threads: 1
     resources:
         gpu=0,
-    conda:
-        f"{ENVS}/cpu.yaml"
+    params:
+        cfg=as_json({"evaluate": subtree("evaluate"), "runs": training_runs()}),
+        seeds=as_json({"eval": subtree("evaluate", "seeds")}),
+        run_dir=lambda w, output: os.path.dirname(os.path.dirname(output.index)),
+        out_dir=lambda w, output: os.path.dirname(output.index),
     shell:
-        PROV + " python -m toolcall_repro.analysis tables --run-dir {params.run_dir}"
+        "python -m toolcall_repro.provenance run --rule make_tables --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.analysis tables --run-dir {params.run_dir}"
         " --config {params.cfg:q} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule make_figures:
     input:
         evals=all_eval_outputs(),
-        training=[train_dir(s, v) + "/summary.json" for s, v in training_runs()],
+        training=training_summaries(),
     output:
         index=report(
-            R("figures", "index.md"), caption="../report/figures.rst", category="Figures"
+            R("figures", "index.md"),
+            caption="../report/figures.rst",
+            category="Figures",
+        ),
+        figures=report(
+            directory(R("figures", "png")),
+            patterns=["{name}.png"],
+            caption="../report/figures.rst",
+            category="Figures",
         ),
         manifest=manifest("make_figures"),
-    params:
-        cfg=as_json({"evaluate": subtree("evaluate"), "runs": training_runs()}),
-        seeds=as_json({"eval": subtree("evaluate", "seeds")}),
-        run_dir=RUN,
-        out_dir=R("figures"),
     log:
         R("logs", "make_figures.log"),
     benchmark:
         R("benchmarks", "make_figures.tsv")
+    conda:
+        "../envs/cpu.yaml"
     threads: 1
     resources:
         gpu=0,
-    conda:
-        f"{ENVS}/cpu.yaml"
+    params:
+        cfg=as_json({"evaluate": subtree("evaluate"), "runs": training_runs()}),
+        seeds=as_json({"eval": subtree("evaluate", "seeds")}),
+        run_dir=lambda w, output: os.path.dirname(os.path.dirname(output.index)),
+        out_dir=lambda w, output: os.path.dirname(output.index),
     shell:
-        PROV + " python -m toolcall_repro.analysis figures --run-dir {params.run_dir}"
+        "python -m toolcall_repro.provenance run --rule make_figures --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.analysis figures --run-dir {params.run_dir}"
         " --config {params.cfg:q} --out-dir {params.out_dir} > {log} 2>&1"
 
 
@@ -64,20 +92,22 @@ rule write_provenance:
         figures=R("figures", "index.md"),
     output:
         record=report(
-            R("provenance.json"), caption="../report/provenance.rst", category="Provenance"
+            R("provenance.json"),
+            caption="../report/provenance.rst",
+            category="Provenance",
         ),
-    params:
-        config=as_json(config),
-        run_dir=RUN,
     log:
         R("logs", "write_provenance.log"),
     benchmark:
         R("benchmarks", "write_provenance.tsv")
+    conda:
+        "../envs/cpu.yaml"
     threads: 1
     resources:
         gpu=0,
-    conda:
-        f"{ENVS}/cpu.yaml"
+    params:
+        config=as_json(config),
+        run_dir=lambda w, output: os.path.dirname(output.record),
     shell:
         "python -m toolcall_repro.provenance record --run-dir {params.run_dir}"
         " --config {params.config:q} --out {output.record} > {log} 2>&1"
@@ -89,18 +119,18 @@ rule archive_results:
         config=workflow.configfiles,
     output:
         archive=R("archive", f"{config['run_id']}.tar.gz"),
-    params:
-        run_dir=RUN,
     log:
+        # Kept under archive/, which the archive leaves out (it cannot hold its own log).
         R("archive", "archive_results.log"),
     benchmark:
-        R("archive", "archive_results.benchmark.tsv")
+        R("archive", "archive_results.tsv")
+    conda:
+        "../envs/cpu.yaml"
     threads: 1
     resources:
         gpu=0,
-    conda:
-        f"{ENVS}/cpu.yaml"
+    params:
+        run_dir=lambda w, output: os.path.dirname(os.path.dirname(output.archive)),
     shell:
-        # The log and benchmark of this rule live under archive/, which the archive itself leaves out.
         "python -m toolcall_repro.provenance archive --run-dir {params.run_dir}"
         " --out {output.archive} --extra {input.config} > {log} 2>&1"

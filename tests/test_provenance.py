@@ -1,0 +1,102 @@
+import json
+import sys
+import tarfile
+
+import pytest
+
+from toolcall_repro import cli, provenance
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    run = tmp_path / "results" / "demo"
+    (run / "tables").mkdir(parents=True)
+    (run / "tables" / "t.csv").write_text("a,b\n1,2\n")
+    (run / "manifests" / "rule_a").mkdir(parents=True)
+    (run / "manifests" / "rule_a" / "x.json").write_text(
+        json.dumps({"rule": "rule_a", "wall_clock_s": 1.5, "cpu_s": 1.0, "device_s": 1.0})
+    )
+    (run / "archive").mkdir()
+    (run / "archive" / "old.tar.gz").write_bytes(b"not packed again")
+    return run
+
+
+def test_config_hash_ignores_key_order():
+    assert provenance.config_hash({"a": 1, "b": [1, 2]}) == provenance.config_hash({"b": [1, 2], "a": 1})
+    assert provenance.config_hash({"a": 1}) != provenance.config_hash({"a": 2})
+
+
+def test_archive_round_trips_and_names_a_flipped_byte(run_dir, tmp_path):
+    archive = tmp_path / "demo.tar.gz"
+    extra = tmp_path / "config.yaml"
+    extra.write_text("run_id: demo\n")
+    n = provenance.pack_archive(run_dir, archive, [extra])
+    assert n == 3  # table, manifest, extra config; the archive/ folder is left out
+    assert provenance.verify_archive(archive) == []
+    assert cli.main(["verify", str(archive)]) == 0
+
+    # Rewrite the archive with one byte of one member flipped, keeping its SHA256SUMS as it was.
+    tampered = tmp_path / "tampered.tar.gz"
+    with tarfile.open(archive) as src, tarfile.open(tampered, "w:gz") as dst:
+        for m in src.getmembers():
+            data = src.extractfile(m).read()
+            if m.name.endswith("tables/t.csv"):
+                data = bytes([data[0] ^ 0x01]) + data[1:]
+            dst.addfile(m, __import__("io").BytesIO(data))
+    problems = provenance.verify_archive(tampered)
+    assert problems == ["demo/tables/t.csv: checksum differs"]
+    assert cli.main(["verify", str(tampered)]) == 1
+
+
+def test_archive_is_deterministic(run_dir, tmp_path):
+    a, b = tmp_path / "a.tar.gz", tmp_path / "b.tar.gz"
+    provenance.pack_archive(run_dir, a)
+    provenance.pack_archive(run_dir, b)
+    with tarfile.open(a) as ta, tarfile.open(b) as tb:
+        assert [m.name for m in ta.getmembers()] == [m.name for m in tb.getmembers()]
+        for m in ta.getmembers():
+            assert ta.extractfile(m).read() == tb.extractfile(m.name).read()
+
+
+def test_run_with_manifest_records_job(tmp_path):
+    inp = tmp_path / "in.txt"
+    inp.write_text("hello")
+    out = tmp_path / "out.txt"
+    manifest = tmp_path / "m.json"
+    rc = provenance.main(
+        [
+            "run", "--manifest", str(manifest), "--rule", "copy", "--config", '{"k": 1}',
+            "--seeds", '{"data": 3}', "--inputs", str(inp), "--outputs", str(out), str(manifest), "--",
+            sys.executable, "-c", f"import shutil; shutil.copy({str(inp)!r}, {str(out)!r})",
+        ]
+    )  # fmt: skip
+    assert rc == 0
+    m = json.loads(manifest.read_text())
+    assert m["rule"] == "copy" and m["config"] == {"k": 1} and m["seeds"] == {"data": 3}
+    assert m["config_sha256"] == provenance.config_hash({"k": 1})
+    assert m["inputs"] == {str(inp): provenance.sha256_file(inp)}
+    assert m["outputs"] == {str(out): provenance.sha256_file(out)}
+    assert m["packages"]["torch"] and m["wall_clock_s"] >= 0 and "commit" in m["git"]
+
+
+def test_failed_command_writes_no_manifest(tmp_path):
+    manifest = tmp_path / "m.json"
+    rc = provenance.main(
+        ["run", "--manifest", str(manifest), "--rule", "r", "--", sys.executable, "-c", "raise SystemExit(4)"]
+    )
+    assert rc == 4 and not manifest.exists()
+
+
+def test_missing_declared_output_fails(tmp_path):
+    manifest = tmp_path / "m.json"
+    rc = provenance.main(
+        ["run", "--manifest", str(manifest), "--rule", "r", "--outputs", str(tmp_path / "never"), "--",
+         sys.executable, "-c", "pass"]
+    )  # fmt: skip
+    assert rc == 3 and not manifest.exists()
+
+
+def test_run_record_sums_manifests(run_dir):
+    rec = provenance.run_record(run_dir, {"run_id": "demo"})
+    assert rec["jobs"] == 1 and rec["wall_clock_s"] == 1.5
+    assert rec["per_rule"]["rule_a"]["jobs"] == 1

@@ -1,0 +1,42 @@
+"""The config schema: good configs pass, a bad one fails before any job with the key named."""
+
+import pytest
+import yaml
+from snakemake.utils import validate
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
+
+
+@pytest.mark.parametrize("path", ["config/config.yaml", "config/paper.yaml", ".test/config.yaml"])
+def test_shipped_configs_are_valid(path):
+    validate(yaml.safe_load((REPO / path).read_text()), SCHEMA)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ({"train": {"settings": {"single_turn": {"learning_rate": 0.1}}}}, "learning_rate"),
+        ({"train": {"settings": {"multi_turn": {"batch_size": "big"}}}}, "batch_size"),
+        ({"evaluate": {"protocols": {"default": {"template": "pasted"}}}}, "template"),
+        ({"engines": {"threads": 0}}, "threads"),
+        ({"typo_section": 1}, "typo_section"),
+    ],
+)
+def test_bad_config_fails_before_any_job_naming_the_key(tmp_path, smk, make_config, overrides, named):
+    cfg = make_config(tmp_path, "config/config.yaml", overrides)
+    res = smk("-n", "--nolock", "--configfile", str(cfg))
+    assert res.returncode != 0
+    out = res.stdout + res.stderr
+    assert named in out
+    assert "Job stats" not in out  # nothing was scheduled
+
+
+@pytest.mark.parametrize("missing", [("train", "seed"), ("evaluate", "seeds"), ("filter", "multi_turn")])
+def test_missing_field_is_named(missing):
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    del cfg[missing[0]][missing[1]]
+    with pytest.raises(Exception, match=missing[1]):
+        validate(cfg, SCHEMA)

@@ -1,0 +1,59 @@
+"""Dry-runs of both DAGs through the real CLI, and the linters that CI relies on."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def job_counts(stdout: str) -> dict[str, int]:
+    table = stdout.split("Job stats:")[1].split("total")[0]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+def test_embedded_default_dag(smk):
+    res = smk("-n", "--nolock")
+    assert res.returncode == 0, res.stderr
+    jobs = job_counts(res.stdout)
+    for rule in ["synthesize_sources", "normalise_source", "warmstart_base_model", "filter_single_turn",
+                 "filter_multi_turn", "train_grpo", "score_bfcl", "summarise_bfcl", "make_tables",
+                 "make_figures", "write_provenance", "archive_results"]:  # fmt: skip
+        assert jobs.get(rule, 0) >= 1, rule
+    assert jobs["normalise_source"] == 3
+    # 2 settings x 4 variants + the two format-study models
+    assert jobs["train_grpo"] == 10
+    assert "download_source" not in jobs and "download_model" not in jobs  # no network on the default
+
+
+def test_paper_dag_on_slurm_profile(smk, fake_cluster):
+    env, _ = fake_cluster
+    res = smk("-n", "--nolock", "--profile", "profiles/slurm", "-p", env=env)
+    assert res.returncode == 0, res.stderr + res.stdout
+    jobs = job_counts(res.stdout)
+    assert jobs["download_source"] == 3 and jobs["download_model"] >= 1
+    assert jobs["train_grpo"] >= 7  # 6 configured runs + the 80-step filter policy (+ format study)
+    assert jobs["score_bfcl"] > 0 and jobs["check_general_capability"] == 2
+    train_blocks = [b for b in res.stdout.split("\n\n") if "rule train_grpo:" in b]
+    assert train_blocks
+    for block in train_blocks:
+        assert "gpu=8" in block and "nodes=1" in block and "gpu_model=a100" in block
+        assert "verl" in block  # the full verl launch command is shown
+    general = [b for b in res.stdout.split("\n\n") if "rule check_general_capability:" in b]
+    assert all("mmlu,hellaswag,truthfulqa_mc2,winogrande" in b and "gpu=1" in b for b in general)
+
+
+def test_snakemake_lint_is_clean(smk):
+    res = smk("--lint", "--nolock")
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_snakefmt_check_is_clean():
+    snakefmt = Path(sys.executable).parent / "snakefmt"
+    if not snakefmt.exists():
+        pytest.skip("snakefmt is not installed in this environment")
+    res = subprocess.run([str(snakefmt), "--check", "workflow/"], cwd=REPO, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
