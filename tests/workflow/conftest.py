@@ -76,13 +76,13 @@ esac
 }
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def smk():
     """Run the Snakemake CLI in the repository: smk("-n", ...)."""
     return snakemake
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def make_config():
     """Write a complete config from a shipped one plus overrides: make_config(tmp_path, base, overrides)."""
     return write_config

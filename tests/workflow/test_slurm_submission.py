@@ -1,0 +1,52 @@
+"""What the slurm profile would submit for a training job, recorded by fake SLURM commands on PATH."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def prepare_inputs(run_id: str) -> Path:
+    """Touch the inputs of one multi-turn training job so that it is the only job to submit."""
+    run = REPO / "results" / run_id
+    for rel in ["data/train/multi_turn.parquet", "data/train/heldout_multi_turn.parquet"]:
+        (run / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run / rel).write_bytes(b"")
+    (run / "models" / "hub" / "Qwen--Qwen3-4B").mkdir(parents=True, exist_ok=True)
+    return run
+
+
+def submissions(record_dir: Path) -> list[list[str]]:
+    return [p.read_text().splitlines() for p in sorted(record_dir.glob("submission-*.args"))]
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_training_job_submission(tmp_path, smk, make_config, fake_cluster, nodes):
+    env, record_dir = fake_cluster
+    run_id = f"slurmtest-{nodes}node-{os.getpid()}"
+    cfg = make_config(tmp_path, "config/paper.yaml", {"run_id": run_id, "train": {"verl": {"nodes": nodes}}})
+    run = prepare_inputs(run_id)
+    try:
+        res = smk(
+            "--profile", "profiles/slurm", "--configfile", str(cfg),
+            "--slurm-init-seconds-before-status-checks", "1", "--latency-wait", "1", "--retries", "0",
+            "--allowed-rules", "train_grpo", "--",
+            f"results/{run_id}/train/multi_turn/vanilla/summary.json",
+            env=env, timeout=300,
+        )  # fmt: skip
+    finally:
+        import shutil
+
+        shutil.rmtree(run, ignore_errors=True)
+    subs = submissions(record_dir)
+    assert len(subs) == 1, res.stdout + res.stderr
+    args = " ".join(subs[0])
+    assert f"--gpus=a100:{8 * nodes}" in args
+    assert f"--nodes={nodes}" in args
+    assert "-p gpu-a100" in args and "-A proj123" in args
+    assert "-t 2880" in args and "--mem 480000" in args and "--cpus-per-task=64" in args
+    assert "-C a100" in args or "--constraint" in args
+    assert "--ntasks-per-gpu" not in args  # tasks_per_gpu: 0, Ray/srun place the workers
+    assert "--target-jobs 'train_grpo:dataset=multi_turn,variant=vanilla'" in args
