@@ -175,6 +175,13 @@ rule score_acebench:
         ),
         limit=subtree("evaluate", "acebench", "limit") or 0,
         simulator=subtree("evaluate", "acebench", "simulator"),
+        simulator_args=(
+            "--simulator-endpoint {} --simulator-model {}".format(
+                ACEBENCH.get("simulator_endpoint"), ACEBENCH.get("simulator_model")
+            )
+            if ACEBENCH.get("simulator") == "openai"
+            else ""
+        ),
         backend=config["engines"]["generation"],
     shell:
         "python -m toolcall_repro.provenance run --rule score_acebench --manifest {output.manifest:q}"
@@ -183,6 +190,7 @@ rule score_acebench:
         " python -m toolcall_repro.eval.acebench --data-dir {input.data}"
         " --model {input.model} --protocol {params.protocol:q} --seed {wildcards.seed}"
         " --categories {params.categories} --limit {params.limit} --simulator {params.simulator}"
+        " {params.simulator_args}"
         " --backend {params.backend} --out {output.score} --threads {threads} > {log} 2>&1"
 
 

@@ -1,0 +1,1 @@
+"""ACEBench's agent categories: the simulated phone and airline, episodes, and final-state scoring."""

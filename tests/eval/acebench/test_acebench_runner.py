@@ -1,0 +1,188 @@
+"""The runner end to end: an oracle generator scores 100%; the CLI runs a tiny model and writes the card."""
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from toolcall_repro.eval.acebench.__main__ import main
+from toolcall_repro.eval.acebench.aggregate import summarise_seeds
+from toolcall_repro.eval.acebench.data import load_category
+from toolcall_repro.eval.acebench.runner import run_categories
+from toolcall_repro.eval.acebench.scoring import ground_truth_outputs
+from toolcall_repro.eval.acebench.simulator import ScriptedUser
+
+
+@dataclass
+class Gen:
+    text: str
+    prompt_tokens: int = 10
+    completion_tokens: int = 2
+
+
+def oracle(data_dir, categories, limit):
+    """A GenerateFn that answers every prompt with the ground truth (agents: the next milestone)."""
+    by_question, plans = {}, []
+    for category in categories:
+        entries = load_category(data_dir, category, limit)
+        if category.startswith("agent"):
+            # entries share questions, so plans are taken in entry order, one per episode
+            plans.extend(
+                e["mile_stone"][0] if isinstance(e["mile_stone"][0], list) else e["mile_stone"]
+                for e in entries
+            )
+        else:
+            for e, out in zip(entries, ground_truth_outputs(category, entries), strict=True):
+                by_question[e["question"]] = out
+    seeds, current = [], []
+
+    def generate(requests, seed):
+        seeds.append(seed)
+        out = []
+        for messages, _tools in requests:
+            history = messages[-1]["content"].split("\n", 1)[1]
+            if history in by_question:
+                out.append(Gen(by_question[history]))
+                continue
+            if "execution result:" not in history and "agent:" not in history:
+                current.append(plans.pop(0))  # a new episode starts
+            done = history.count("execution result:")
+            plan = current[-1]
+            out.append(Gen(plan[done] if done < len(plan) else "finish conversation"))
+        return out
+
+    generate.seeds = seeds
+    return generate
+
+
+def test_oracle_generation_scores_100_percent_end_to_end(data_dir):
+    categories = ["normal_single_turn_parallel_function", "normal_multi_turn_user_adjust", "special_incomplete",
+                  "agent_multi_turn"]  # fmt: skip
+    generate = oracle(data_dir, categories, limit=4)
+    scores, raw, tokens = run_categories(
+        data_dir, categories, generate, ScriptedUser(), "python", limit=4, seed=3
+    )
+    for category in categories[:3]:
+        assert scores[category]["accuracy"] == 1.0, scores[category]["entries"]
+        assert tokens[category].to_dict()["calls"] == 4
+    agent = scores["agent_multi_turn"]
+    assert agent["process_accuracy"] == 1.0 and agent["episode_errors"] == []
+    assert agent["accuracy"] == 1.0  # the first four multi-turn tasks replay to their end states
+    assert [r["id"] for r in raw["special_incomplete"]] == [f"special_incomplete_{i}" for i in range(4)]
+    assert 3 in generate.seeds and len(set(generate.seeds)) > 2  # agent steps get their own seeds
+
+
+def test_cli_runs_a_tiny_model_and_summarises_seeds(data_dir, tiny_model_dir, tmp_path, protocol_json):
+    out = tmp_path / "seed1.json"
+    argv = [
+        "--data-dir", str(data_dir), "--model", str(tiny_model_dir), "--protocol", protocol_json(),
+        "--seed", "1", "--categories", "normal_atom_bool,special_irrelevant,agent_multi_step,agent_multi_turn",
+        "--limit", "1", "--simulator", "scripted", "--backend", "transformers", "--threads", "1",
+        "--max-agent-messages", "4", "--out", str(out), "--generations", str(tmp_path / "gen1.jsonl"),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    doc = json.loads(out.read_text())
+    card = doc["card"]
+    assert card["benchmark"] == "acebench" and card["seed"] == 1 and card["protocol_id"] == "stronger"
+    assert len(card["data_sha256"]) == 64 and card["model"]["sha256"]
+    assert card["user_simulator"]["kind"] == "scripted"
+    assert card["benchmark_version"] == (data_dir.parent.parent / "COMMIT").read_text().split()[0]
+    assert set(doc["categories"]) == {
+        "normal_atom_bool",
+        "special_irrelevant",
+        "agent_multi_step",
+        "agent_multi_turn",
+    }
+    for score in doc["categories"].values():
+        assert score["total"] == 1 and 0.0 <= score["accuracy"] <= 1.0 and score["tokens"]["calls"] >= 1
+    assert set(doc["summary"]) >= {"normal", "special", "agent", "overall", "agent_process", "formula"}
+    lines = [json.loads(x) for x in (tmp_path / "gen1.jsonl").read_text().splitlines()]
+    assert [x["category"] for x in lines] == [
+        "normal_atom_bool",
+        "special_irrelevant",
+        "agent_multi_step",
+        "agent_multi_turn",
+    ]
+    # a second seed's file (same run, other seed and score) to summarise
+    other = json.loads(out.read_text())
+    other["card"]["seed"] = other["card"]["protocol"]["seed"] = 2
+    other["summary"]["overall"] = doc["summary"]["overall"] + 0.5
+    (tmp_path / "seed2.json").write_text(json.dumps(other))
+    summary_path = tmp_path / "summary.json"
+    assert (
+        main(["summarise", "--inputs", str(out), str(tmp_path / "seed2.json"), "--out", str(summary_path)])
+        == 0
+    )
+    summary = json.loads(summary_path.read_text())
+    assert summary["seeds"] == [1, 2]
+    assert summary["metrics"]["overall"]["mean"] == pytest.approx(doc["summary"]["overall"] + 0.25)
+
+
+def test_cli_reports_bad_input_clearly(data_dir, tmp_path, capsys, protocol_json):
+    argv = ["--data-dir", str(tmp_path / "absent"), "--model", "m", "--protocol", protocol_json(), "--seed", "0",
+            "--out", str(tmp_path / "x.json")]  # fmt: skip
+    assert main(argv) == 2 and "no ACEBench data folder" in capsys.readouterr().err
+    argv[1] = str(data_dir)
+    assert main([*argv, "--categories", "normal_atom_float"]) == 2
+    assert "unknown ACEBench category" in capsys.readouterr().err
+    assert main([*argv[:4], "--protocol", protocol_json(system_prompt="nope"), *argv[6:]]) == 2
+    assert "unknown system prompt" in capsys.readouterr().err
+
+
+def _doc(seed, overall, model="m"):
+    return {
+        "card": {"seed": seed, "protocol": {"seed": seed, "template": "native"}, "model": model},
+        "categories": {"normal_atom_bool": {"accuracy": overall, "process_accuracy": None}},
+        "summary": {
+            "normal": overall,
+            "special": 0.0,
+            "agent": 0.0,
+            "overall": overall,
+            "agent_process": None,
+        },
+    }
+
+
+def test_summarise_seeds_mean_std_and_consistency():
+    summary = summarise_seeds([_doc(0, 0.2), _doc(1, 0.4), _doc(2, 0.6)])
+    overall = summary["metrics"]["overall"]
+    assert overall["mean"] == pytest.approx(0.4) and overall["std"] == pytest.approx(0.2)
+    assert (overall["min"], overall["max"]) == (0.2, 0.6)
+    assert summary["metrics"]["agent_process"]["mean"] is None
+    assert summarise_seeds([_doc(0, 0.5)])["metrics"]["overall"]["std"] is None
+    with pytest.raises(ValueError, match="differ in more than the seed"):
+        summarise_seeds([_doc(0, 0.2), _doc(1, 0.4, model="other")])
+    with pytest.raises(ValueError, match="duplicate seeds"):
+        summarise_seeds([_doc(0, 0.2), _doc(0, 0.4)])
+
+
+def test_prompts_beyond_the_context_are_not_generated_but_counted(data_dir, tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    from toolcall_repro.eval.acebench.prompts import single_turn_messages
+    from toolcall_repro.eval.acebench.runner import TokenCounter, backend_generate_fn, context_budget
+    from toolcall_repro.protocol import Protocol
+
+    class Backend:
+        prompts: list = []
+
+        def generate(self, prompts, n, *, temperature, top_p, max_tokens, seed):
+            self.prompts.extend(prompts)
+            return [[Gen("[]", prompt_tokens=1)] for _ in prompts]
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    entries = load_category(data_dir, "special_irrelevant", limit=2)
+    requests = [(single_turn_messages("special_irrelevant", e), e["function"]) for e in entries]
+    requests[1] = ([{"role": "user", "content": "hi"}], [])
+    backend = Backend()
+    generate = backend_generate_fn(
+        backend, tokenizer, Protocol(system_prompt="fmt_python"), max_prompt_tokens=1000
+    )
+    first, second = generate(requests, 0)
+    assert first.finish_reason == "prompt_too_long" and first.text == "" and first.prompt_tokens > 1000
+    assert second.text == "[]" and len(backend.prompts) == 1
+    counter = TokenCounter()
+    counter.add(first)
+    counter.add(second)
+    assert counter.to_dict()["prompts_too_long"] == 1
+    assert context_budget(tiny_model_dir, 6) == 16384 - 6
