@@ -19,8 +19,8 @@ rule make_tables:
             R("tables", "index.md"), caption="../report/tables.rst", category="Tables"
         ),
         tables=report(
-            directory(R("tables", "csv")),
-            patterns=["{name}.csv"],
+            directory(R("tables", "html")),
+            patterns=["{name}.html"],
             caption="../report/tables.rst",
             category="Tables",
         ),

@@ -1,0 +1,6 @@
+"""Tables, figures and the speedup at matched accuracy, built from a run's result files.
+
+speedup.py (the matched-accuracy definition), runstats.py and efficiency.py (training runs), tables.py
+and tabular.py (evaluation tables), figures.py: pure. loaders.py and report.py: reading and writing.
+CLI: python -m toolcall_repro.analysis {tables,figures} --run-dir results/<run> --out-dir DIR [--config JSON].
+"""

@@ -1,0 +1,40 @@
+"""CLI: `python -m toolcall_repro.analysis {tables,figures} --run-dir results/<run> --out-dir DIR [--config JSON|FILE]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import matplotlib
+
+from toolcall_repro.configarg import load_config_arg
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m toolcall_repro.analysis")
+    p.add_argument("what", choices=["tables", "figures"])
+    p.add_argument("--run-dir", required=True, help="results/<run_id>")
+    p.add_argument("--out-dir", required=True, help="where the CSV/MD or PNG/PDF files and index.md go")
+    p.add_argument(
+        "--config", default="{}", help="the analysis config subtree: inline JSON or a JSON/YAML file"
+    )
+    args = p.parse_args(argv)
+    matplotlib.use("Agg")  # headless: no display on cluster nodes
+    from toolcall_repro.analysis import report
+
+    cfg = load_config_arg(args.config)
+    res = report.RunResults(args.run_dir)
+    built = report.build_tables(res, cfg)
+    if args.what == "tables":
+        written = report.write_tables(built, args.out_dir)
+        for t in built:
+            print(report.table_summary_line(t))
+    else:
+        speedup = next(t for t in built if t.name == "speedup")
+        written = report.write_figures(report.build_figures(res, cfg, speedup), args.out_dir)
+    print(f"wrote {len(written)} files to {args.out_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""The efficiency side: learning curves, the speedup table, step costs (pure; TrainingRun objects in)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from toolcall_repro.analysis import runstats
+from toolcall_repro.analysis.loaders import TrainingRun
+from toolcall_repro.analysis.speedup import Curve, speedup_limit, speedup_over_seeds
+from toolcall_repro.analysis.tabular import Table, fmt_pm
+
+DEVICE_TIME = "time/cumulative_device_s"
+
+
+def run_curve(run: TrainingRun, time_key: str = DEVICE_TIME) -> Curve:
+    """Held-out accuracy against cumulative hours (device-hours by default)."""
+    missing = [k for k in (time_key, "heldout_accuracy") if k not in run.curve.columns]
+    if missing:
+        raise KeyError(f"{run.label}: curve.jsonl lacks {missing}")
+    return Curve.from_points(list(run.curve[time_key] / 3600.0), list(run.curve["heldout_accuracy"]))
+
+
+def by_setting_variant(runs: Sequence[TrainingRun]) -> dict[str, dict[str, dict[int, TrainingRun]]]:
+    out: dict[str, dict[str, dict[int, TrainingRun]]] = defaultdict(dict)
+    for r in runs:
+        seeds = out[r.setting].setdefault(r.variant, {})
+        if r.seed in seeds:
+            raise ValueError(f"two runs for {r.label}")
+        seeds[r.seed] = r
+    return out
+
+
+def _limit(candidate_f: float, baseline_u: float, config: dict) -> float:
+    """Theoretical step-time speedup from the run's design m, n and measured f, u; NaN if undefined."""
+    n = config.get("n")
+    m = (config.get("downsample") or {}).get("m", n)
+    try:
+        return speedup_limit(candidate_f, baseline_u, int(m), int(n))
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def speedup_table(
+    runs: Sequence[TrainingRun],
+    baseline: str = "vanilla",
+    target: float | None = None,
+    *,
+    time_key: str = DEVICE_TIME,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+) -> Table:
+    """Each variant against the baseline, per setting: time to matched accuracy, ratio and its causes.
+
+    The target is per comparison (lowest best accuracy of the two variants' runs) unless configured.
+    """
+    rows = []
+    notes = [
+        "time = cumulative device-hours (GPU-hours at paper scale, CPU-hours on the embedded default);"
+        " target = the lower of the two runs' best held-out accuracy unless configured; times interpolated"
+        " between checkpoints; speedup = baseline time / variant time",
+        "speedup_limit = 1/((1-f)(1-u)+(1-f)u m/n) with the variant's filter rate f, the baseline's update"
+        " share u and the variant's design m/n",
+    ]
+    for setting, variants in sorted(by_setting_variant(runs).items()):
+        if baseline not in variants:
+            notes.append(f"{setting}: no '{baseline}' run, no speedups")
+        base_runs = variants.get(baseline, {})
+        base_totals = [runstats.run_totals(r.metrics) for r in base_runs.values()]
+        base_u = float(np.mean([t["update_share"] for t in base_totals])) if base_totals else math.nan
+        for variant, seeds in sorted(variants.items(), key=lambda kv: (kv[0] != baseline, kv[0])):
+            totals = [runstats.run_totals(r.metrics) for r in seeds.values()]
+            curves = {s: run_curve(r, time_key) for s, r in seeds.items()}
+            row: dict = {"setting": setting, "variant": variant, "seeds": ",".join(map(str, sorted(seeds)))}
+            row["best_accuracy"] = float(np.mean([c.best for c in curves.values()]))
+            row["final_accuracy"] = float(np.mean([c.accuracies[-1] for c in curves.values()]))
+            row["total_h"] = float(np.mean([c.times[-1] for c in curves.values()]))
+            result = None
+            if base_runs and variant != baseline:
+                try:
+                    result = speedup_over_seeds(
+                        {s: run_curve(r, time_key) for s, r in base_runs.items()},
+                        curves,
+                        target,
+                        n_bootstrap=n_bootstrap,
+                        seed=seed,
+                    )
+                except ValueError as e:
+                    notes.append(f"{setting}/{variant}: {e}")
+            if result is not None:
+                reached = [s for s in result.per_seed.values() if s.ratio is not None]
+                row["target_accuracy"] = result.target
+                row["baseline_time_h"] = _mean([s.baseline_time for s in result.per_seed.values()])
+                row["time_to_target_h"] = _mean([s.candidate_time for s in result.per_seed.values()])
+                row["speedup"] = result.mean if result.mean is not None else math.nan
+                row["speedup_std"] = result.std if result.std is not None else math.nan
+                row["speedup_ci_low"] = result.ci_low if result.ci_low is not None else math.nan
+                row["speedup_ci_high"] = result.ci_high if result.ci_high is not None else math.nan
+                row["not_reached_seeds"] = ",".join(map(str, result.not_reached))
+                if not reached:
+                    notes.append(f"{setting}/{variant}: target {result.target:.3f} not reached by both runs")
+            for key in (
+                "filter_rate",
+                "update_share",
+                "kept_fraction",
+                "gen_tokens",
+                "update_tokens",
+                "gen_s",
+                "update_s",
+                "step_s",
+            ):
+                row[key] = float(np.mean([t[key] for t in totals]))
+            row["speedup_limit"] = (
+                _limit(row["filter_rate"], base_u, next(iter(seeds.values())).config)
+                if variant != baseline
+                else math.nan
+            )
+            first = next(iter(seeds.values()))
+            row["source"], row["manifest"] = first.trace.get("source"), first.trace.get("manifest")
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    return Table(
+        "speedup",
+        "Speedup at matched accuracy, and where the time goes",
+        frame,
+        _speedup_display(frame),
+        notes,
+    )
+
+
+def _mean(values: Sequence[float | None]) -> float:
+    vals = [v for v in values if v is not None]
+    return float(np.mean(vals)) if vals else math.nan
+
+
+def _get(row: dict, key: str) -> float:
+    v = row.get(key, math.nan)
+    return math.nan if v is None else v
+
+
+def _speedup_display(frame: pd.DataFrame) -> pd.DataFrame:
+    shown = []
+    for r in frame.to_dict("records"):
+        ratio = _get(r, "speedup")
+        ci = (
+            f" [{r['speedup_ci_low']:.2f}, {r['speedup_ci_high']:.2f}]"
+            if not math.isnan(_get(r, "speedup_ci_low"))
+            else ""
+        )
+        missed = r.get("not_reached_seeds")
+        reached = "not reached" if isinstance(missed, str) and missed else None
+        shown.append(
+            {
+                "setting": r["setting"],
+                "variant": r["variant"],
+                "seeds": r["seeds"],
+                "target acc": fmt_pm(_get(r, "target_accuracy"), None, 3),
+                "time to target (h)": reached or fmt_pm(_get(r, "time_to_target_h"), None, 4),
+                "baseline time (h)": fmt_pm(_get(r, "baseline_time_h"), None, 4),
+                "speedup": reached or (fmt_pm(ratio, _get(r, "speedup_std"), 2) + ci),
+                "limit": fmt_pm(_get(r, "speedup_limit"), None, 2),
+                "filter rate": fmt_pm(r["filter_rate"], None, 3),
+                "update share": fmt_pm(r["update_share"], None, 3),
+                "m/n kept": fmt_pm(r["kept_fraction"], None, 3),
+                "tokens generated": f"{r['gen_tokens']:.0f}",
+                "tokens updated": f"{r['update_tokens']:.0f}",
+                "best acc": fmt_pm(r["best_accuracy"], None, 3),
+            }
+        )
+    return pd.DataFrame(shown)
+
+
+def cost_points(runs: Sequence[TrainingRun]) -> pd.DataFrame:
+    """Per run: rollouts per prompt n, mean rollout / update seconds per step, mean prompt tokens per row."""
+    rows = []
+    for r in runs:
+        costs = runstats.step_costs(r.metrics)
+        rows.append(
+            {
+                "setting": r.setting,
+                "variant": r.variant,
+                "seed": r.seed,
+                "n": r.config.get("n"),
+                # Only plain GRPO runs show how cost scales with n; filter/down-sampling change it.
+                "plain": not r.config.get("filter") and not r.config.get("downsample"),
+                "gen_s": float(costs["gen_s"].mean()),
+                "update_s": float(costs["update_s"].mean()),
+                "prompt_tokens_per_row": float(costs["prompt_tokens_per_row"].mean()),
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=["setting", "variant", "seed", "n", "plain", "gen_s", "update_s", "prompt_tokens_per_row"],
+    )
+
+
+def cost_by_context(runs: Sequence[TrainingRun], bins: int = 6) -> pd.DataFrame:
+    """Steps of every run binned by prompt tokens per row: seconds per generated row, rollout vs update."""
+    frames = []
+    for r in runs:
+        c = runstats.step_costs(r.metrics).dropna(subset=["prompt_tokens_per_row"])
+        c = c[c["gen_rows"] > 0]
+        frames.append(c.assign(setting=r.setting, variant=r.variant))
+    if not frames:
+        return pd.DataFrame(
+            columns=["setting", "context_tokens", "gen_s_per_row", "update_s_per_row", "steps"]
+        )
+    steps = pd.concat(frames, ignore_index=True)
+    out = []
+    for setting, s in steps.groupby("setting"):
+        n_bins = max(1, min(bins, s["prompt_tokens_per_row"].nunique()))
+        s = s.assign(bin=pd.cut(s["prompt_tokens_per_row"], n_bins, duplicates="drop"))
+        for _, b in s.groupby("bin", observed=True):
+            out.append(
+                {
+                    "setting": setting,
+                    "context_tokens": float(b["prompt_tokens_per_row"].mean()),
+                    "gen_s_per_row": float(b["gen_s"].sum() / b["gen_rows"].sum()),
+                    "update_s_per_row": float(b["update_s"].sum() / b["gen_rows"].sum()),
+                    "steps": int(len(b)),
+                }
+            )
+    return pd.DataFrame(out)

@@ -1,0 +1,309 @@
+"""Read a run's result files (docs/architecture.md) into DataFrames: the I/O edge of the analysis.
+
+Every row keeps `source` (the file it came from, relative to the run directory; score summaries carry
+the protocol card) and `manifest` (the job manifest that lists that file among its outputs), so any
+number in a table can be traced back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+SETTINGS = ("single_turn", "multi_turn")
+CARD_FIELDS = ("system_prompt", "template", "thinking")
+
+
+class ResultFileError(ValueError):
+    """A result file that does not follow its contract; the message names the file and the problem."""
+
+
+def read_json(path: Path) -> dict:
+    try:
+        obj = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as e:
+        raise ResultFileError(f"{path}: not valid JSON ({e})") from e
+    if not isinstance(obj, dict):
+        raise ResultFileError(f"{path}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def read_jsonl(path: Path) -> pd.DataFrame:
+    """One JSON object a line; a bad line is an error naming file and line (never skipped)."""
+    rows = []
+    for i, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ResultFileError(f"{path}:{i}: not valid JSON ({e})") from e
+        if not isinstance(row, dict):
+            raise ResultFileError(f"{path}:{i}: expected a JSON object")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --- provenance -----------------------------------------------------------------------------------
+
+
+def _paths_in(node: object) -> Iterable[str]:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield str(k)
+            yield from _paths_in(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _paths_in(v)
+    elif isinstance(node, str):
+        yield node
+
+
+class ManifestIndex:
+    """Which manifest under <run>/manifests/ lists a given file among its outputs."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self._by_output: dict[str, str] = {}
+        root = self.run_dir / "manifests"
+        for path in sorted(root.rglob("*.json")) if root.is_dir() else []:
+            manifest = read_json(path)
+            rel_manifest = path.relative_to(self.run_dir).as_posix()
+            for out in _paths_in(manifest.get("outputs", {})):
+                self._by_output[Path(out).as_posix()] = rel_manifest
+
+    def manifest_for(self, file: Path) -> str | None:
+        """Manifest path (relative to the run dir) whose outputs hold `file` (or a folder above it)."""
+        rel = Path(file).resolve().relative_to(self.run_dir.resolve()).as_posix()
+        key = f"{self.run_dir.name}/{rel}"
+        # Outputs are recorded as the command line named them (relative to the repo root, or absolute).
+        for out, manifest in self._by_output.items():
+            if out == rel or out.endswith("/" + key) or out == key:
+                return manifest
+        return None
+
+    def trace(self, file: Path) -> dict[str, str | None]:
+        return {
+            "source": Path(file).resolve().relative_to(self.run_dir.resolve()).as_posix(),
+            "manifest": self.manifest_for(file),
+        }
+
+
+# --- evaluation summaries ---------------------------------------------------------------------------
+
+
+def card_field(card: dict, name: str) -> object:
+    """A protocol field from a card: card['protocol'][name] (protocol_card), else top level; an {"id"} -> id."""
+    inner = card.get("protocol")
+    value = inner[name] if isinstance(inner, dict) and name in inner else card.get(name)
+    return value["id"] if isinstance(value, dict) and "id" in value else value
+
+
+def _seeds_of(summary: dict, metric: dict) -> list:
+    return list(summary.get("seeds") or range(len(metric.get("per_seed") or [])))
+
+
+def load_score_summaries(
+    run_dir: Path, benchmark: str, index: ManifestIndex, name: str = "summary.json"
+) -> pd.DataFrame:
+    """eval/<benchmark>/<model>/<protocol>/<name> -> one row per (model, protocol, metric).
+
+    Columns: benchmark, model, protocol, metric, mean, std, n_seeds, per_seed, seeds, card, the card's
+    protocol fields (system_prompt, template, thinking), source, manifest.
+    """
+    rows = []
+    for path in sorted((Path(run_dir) / "eval" / benchmark).glob(f"*/*/{name}")):
+        summary = read_json(path)
+        if "metrics" not in summary or not isinstance(summary["metrics"], dict):
+            raise ResultFileError(f"{path}: no 'metrics' mapping")
+        card = summary.get("card") or {}
+        model, protocol = path.parent.parent.name, path.parent.name
+        for metric, value in summary["metrics"].items():
+            if not isinstance(value, dict) or "mean" not in value:
+                raise ResultFileError(f"{path}: metric {metric!r} lacks 'mean'")
+            per_seed = [float("nan") if v is None else float(v) for v in value.get("per_seed") or []]
+            rows.append(
+                {
+                    "benchmark": benchmark,
+                    "model": model,
+                    "protocol": protocol,
+                    "metric": metric,
+                    "mean": _num(value.get("mean")),
+                    "std": _num(value.get("std")),
+                    "n_seeds": len(per_seed),
+                    "per_seed": per_seed,
+                    "seeds": _seeds_of(summary, value),
+                    "card": card,
+                    **{f: card_field(card, f) for f in CARD_FIELDS},
+                    **index.trace(path),
+                }
+            )
+    return pd.DataFrame(rows, columns=_SCORE_COLUMNS)
+
+
+_SCORE_COLUMNS = [
+    "benchmark",
+    "model",
+    "protocol",
+    "metric",
+    "mean",
+    "std",
+    "n_seeds",
+    "per_seed",
+    "seeds",
+    "card",
+    *CARD_FIELDS,
+    "source",
+    "manifest",
+]
+
+
+def _num(v: object) -> float:
+    return float("nan") if v is None else float(v)
+
+
+def load_general(run_dir: Path, index: ManifestIndex) -> pd.DataFrame:
+    """eval/general/<model>/**/summary.json (toolcall_repro.eval.general) -> one row per (model, task, metric)."""
+    rows = []
+    root = Path(run_dir) / "eval" / "general"
+    for path in sorted(root.glob("*/**/summary.json")):
+        summary = read_json(path)
+        if "results" not in summary:
+            raise ResultFileError(f"{path}: no 'results' list")
+        model = path.relative_to(root).parts[0]
+        for r in summary["results"]:
+            rows.append(
+                {
+                    "model": model,
+                    "task": r["task"],
+                    "metric": r["metric"],
+                    "value": _num(r.get("value")),
+                    "stderr": _num(r.get("stderr")),
+                    "n_samples": r.get("n_samples"),
+                    "task_hash": (summary.get("task_hashes") or {}).get(r["task"]),
+                    "num_fewshot": (summary.get("card") or {}).get("num_fewshot"),
+                    "card": summary.get("card") or {},
+                    **index.trace(path),
+                }
+            )
+    cols = ["model", "task", "metric", "value", "stderr", "n_samples", "task_hash", "num_fewshot", "card"]
+    return pd.DataFrame(rows, columns=[*cols, "source", "manifest"])
+
+
+# --- data filter report ------------------------------------------------------------------------------
+
+
+def load_filter_report(run_dir: Path, index: ManifestIndex) -> pd.DataFrame:
+    """data/filter_report.json -> one row per (chain, step): in, out and what was dropped why.
+
+    Reads toolcall_repro.data.report's shape ({"sources": {src: {rows, samples, rejects}}, "chains":
+    {setting: {"steps": [{step, in, out, dropped: {reason: n}}]}}}); each source's normalisation is a
+    step of its own. Also accepts {setting: {"steps": [...]}} and {"steps": [...]}.
+    """
+    path = Path(run_dir) / "data" / "filter_report.json"
+    if not path.is_file():
+        return pd.DataFrame(columns=["chain", "order", "step", "source", "manifest"])
+    report = read_json(path)
+    trace = index.trace(path)
+    rows = []
+    for name, src in (report.get("sources") or {}).items():
+        dropped = src.get("rejects") or {}
+        rows.append(
+            {
+                "chain": f"normalise/{name}",
+                "order": 0,
+                "step": "normalise",
+                "in": src.get("rows"),
+                "out": src.get("samples"),
+                "dropped": _reasons(dropped),
+                **trace,
+            }
+        )
+    chains = report.get("chains") or ({"all": report} if "steps" in report else report)
+    for chain, block in chains.items():
+        steps = block.get("steps") if isinstance(block, dict) else block
+        if not isinstance(steps, list):
+            continue  # metadata beside the chains (sources, malformed rows, a seed)
+        for order, step in enumerate(steps):
+            if not isinstance(step, dict):
+                raise ResultFileError(f"{path}: step {order} of {chain!r} is not a mapping")
+            name_key = next((k for k in ("step", "name", "stage") if k in step), None)
+            if name_key is None:
+                raise ResultFileError(f"{path}: step {order} of {chain!r} has no name")
+            row = {"chain": chain, "order": order, "step": step[name_key]}
+            for k, v in step.items():
+                if k != name_key:
+                    row[k] = _reasons(v) if isinstance(v, dict) else v
+            rows.append({**row, **trace})
+    return pd.DataFrame(rows)
+
+
+def _reasons(counts: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items())
+
+
+# --- training runs ---------------------------------------------------------------------------------
+
+
+@dataclass
+class TrainingRun:
+    setting: str  # the training set: single_turn, multi_turn, format_single, format_multi
+    variant: str
+    seed: int
+    config: dict
+    metrics: pd.DataFrame
+    curve: pd.DataFrame
+    summary: dict
+    trace: dict = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.setting}/{self.variant}/seed{self.seed}"
+
+
+_SEED_DIR = re.compile(r"^seed(\d+)$")
+
+
+def load_training_runs(
+    run_dir: Path, index: ManifestIndex, settings: Iterable[str] = SETTINGS
+) -> list[TrainingRun]:
+    """train/<setting>/<variant>[/seed<k>]/ with metrics.jsonl, curve.jsonl and summary.json (all three).
+
+    The run's hyper-parameters come from summary['config'] when present, else from the manifest's
+    config subtree; its seed from summary['seed'], else a seed<k> folder, else the manifest's seeds.
+    """
+    runs = []
+    for setting in settings:
+        base = Path(run_dir) / "train" / setting
+        for metrics_path in sorted(base.glob("**/metrics.jsonl")):
+            folder = metrics_path.parent
+            parts = folder.relative_to(base).parts
+            variant = parts[0]
+            missing = [n for n in ("curve.jsonl", "summary.json") if not (folder / n).is_file()]
+            if missing:
+                raise ResultFileError(f"{folder}: has metrics.jsonl but lacks {missing}")
+            summary = read_json(folder / "summary.json")
+            trace = index.trace(folder / "summary.json")
+            manifest = read_json(Path(run_dir) / trace["manifest"]) if trace["manifest"] else {}
+            seed_dir = next((int(m.group(1)) for p in parts[1:] if (m := _SEED_DIR.match(p))), None)
+            seed = summary.get("seed", seed_dir)
+            if seed is None:
+                seed = (manifest.get("seeds") or {}).get("train", 0)
+            runs.append(
+                TrainingRun(
+                    setting=setting,
+                    variant=variant,
+                    seed=int(seed),
+                    config=summary.get("config") or manifest.get("config") or {},
+                    metrics=read_jsonl(metrics_path),
+                    curve=read_jsonl(folder / "curve.jsonl"),
+                    summary=summary,
+                    trace=trace,
+                )
+            )
+    return runs

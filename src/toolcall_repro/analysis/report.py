@@ -1,0 +1,211 @@
+"""Build every table and figure of a run: read results (loaders), build (tables, efficiency, figures), write.
+
+The analysis config (all keys optional; `studies` and `general` may also sit under `evaluate`, so a rule
+can pass {"evaluate": <evaluate subtree>}):
+  studies:  {name: {models: [...], protocols: [...]}}  as evaluate.studies; absent studies use every
+            (model, protocol) with a BFCL summary
+  speedup:  {baseline: vanilla, target: null, time: device|wall, bootstrap: 2000, seed: 0}
+  general:  {base: base, rl: [rl-multi]} or evaluate.general {models: [base, rl-multi]}: every model
+            but the base is compared with it
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from toolcall_repro.analysis import efficiency, figures, loaders, tables, tabular
+from toolcall_repro.provenance import atomic_write_text
+
+TABLE_NAMES = (
+    "table4_bfcl",
+    "prompt_ablation",
+    "data_format",
+    "template",
+    "thinking",
+    "seed_spread",
+    "acebench",
+    "filter_chain",
+    "speedup",
+    "general_capability",
+)
+FIGURE_NAMES = (
+    "seed_spread",
+    "template",
+    "thinking",
+    "group_fractions",
+    "retention",
+    "step_costs",
+    "accuracy_vs_time",
+)
+TIME_KEYS = {"device": "time/cumulative_device_s", "wall": "time/cumulative_s"}
+
+
+class RunResults:
+    """Everything the analysis reads from one run directory, loaded once."""
+
+    def __init__(self, run_dir: str | Path):
+        self.run_dir = Path(run_dir)
+        if not self.run_dir.is_dir():
+            raise FileNotFoundError(f"no run directory {self.run_dir}")
+        index = loaders.ManifestIndex(self.run_dir)
+        self.bfcl = loaders.load_score_summaries(self.run_dir, "bfcl", index)
+        variance = loaders.load_score_summaries(self.run_dir, "bfcl", index, name="variance.json")
+        self.bfcl_variance = variance if len(variance) else self.bfcl
+        self.acebench = loaders.load_score_summaries(self.run_dir, "acebench", index)
+        self.general = loaders.load_general(self.run_dir, index)
+        self.filter_report = loaders.load_filter_report(self.run_dir, index)
+        self.runs = loaders.load_training_runs(self.run_dir, index)
+
+
+def _section(cfg: Mapping, key: str) -> dict:
+    """cfg[key], or cfg['evaluate'][key] when the rule passes the evaluate subtree (studies, general)."""
+    return dict(cfg.get(key) or (cfg.get("evaluate") or {}).get(key) or {})
+
+
+def _study(cfg: Mapping, name: str, scores: pd.DataFrame) -> list[tuple[str, str]]:
+    """The study's (model, protocol) pairs from config; without a spec, every pair that has scores."""
+    spec = _section(cfg, "studies").get(name)
+    if spec:
+        return [(m, p) for m in spec["models"] for p in spec["protocols"]]
+    return sorted(set(zip(scores["model"], scores["protocol"], strict=True)))
+
+
+def build_tables(res: RunResults, cfg: Mapping) -> list[tabular.Table]:
+    bfcl = res.bfcl
+    sp = cfg.get("speedup") or {}
+    gen = _section(cfg, "general")
+    base = gen.get("base", "base")
+    rl = gen.get("rl") or [m for m in gen.get("models") or sorted(set(res.general["model"])) if m != base]
+    out = [
+        tables.table4(bfcl, _study(cfg, "table4", bfcl)),
+        tables.prompt_ablation_table(bfcl, _study(cfg, "prompt_ablation", bfcl)),
+        tables.study_table(
+            bfcl,
+            "data_format",
+            "Training-data format: BFCL after training on single- vs multi-turn data",
+            _study(cfg, "data_format", bfcl),
+        ),
+        tables.study_table(
+            bfcl, "template", "Multi-turn template: native vs context", _study(cfg, "template", bfcl)
+        ),
+        tables.study_table(bfcl, "thinking", "Thinking history: keep vs drop", _study(cfg, "thinking", bfcl)),
+        tables.seed_spread_table(_subset(res.bfcl_variance, cfg, "seed_variance")),
+        tables.acebench_table(res.acebench),
+        tables.filter_chain_table(res.filter_report),
+        efficiency.speedup_table(
+            res.runs,
+            baseline=sp.get("baseline", "vanilla"),
+            target=sp.get("target"),
+            time_key=TIME_KEYS[sp.get("time", "device")],
+            n_bootstrap=int(sp.get("bootstrap", 2000)),
+            seed=int(sp.get("seed", 0)),
+        ),
+        tables.general_table(res.general, base, rl),
+    ]
+    assert tuple(t.name for t in out) == TABLE_NAMES
+    return out
+
+
+def _subset(scores: pd.DataFrame, cfg: Mapping, study: str) -> pd.DataFrame:
+    pairs = set(_study(cfg, study, scores))
+    keep = [(m, p) in pairs for m, p in zip(scores["model"], scores["protocol"], strict=True)]
+    return scores.loc[pd.Series(keep, index=scores.index, dtype=bool)]
+
+
+def build_figures(res: RunResults, cfg: Mapping, speedup: tabular.Table | None = None) -> list[figures.Fig]:
+    sp = cfg.get("speedup") or {}
+    if speedup is None:
+        speedup = efficiency.speedup_table(
+            res.runs,
+            baseline=sp.get("baseline", "vanilla"),
+            target=sp.get("target"),
+            time_key=TIME_KEYS[sp.get("time", "device")],
+        )
+    time_label = "wall-clock hours" if sp.get("time") == "wall" else "device-hours (CPU-hours on CPU)"
+    bfcl = res.bfcl
+    out = [
+        figures.seed_spread(res.bfcl_variance, _study(cfg, "seed_variance", res.bfcl_variance)),
+        figures.protocol_comparison(
+            bfcl,
+            _study(cfg, "template", bfcl),
+            "template",
+            "template",
+            "Native vs context multi-turn template",
+        ),
+        figures.protocol_comparison(
+            bfcl,
+            _study(cfg, "thinking", bfcl),
+            "thinking",
+            "thinking",
+            "Keep vs drop earlier turns' thinking",
+        ),
+        figures.group_fractions(res.runs),
+        figures.retention(res.runs),
+        figures.step_costs(efficiency.cost_points(res.runs), efficiency.cost_by_context(res.runs), res.runs),
+        figures.accuracy_vs_time(res.runs, speedup.frame, sp.get("baseline", "vanilla"), time_label),
+    ]
+    assert tuple(f.name for f in out) == FIGURE_NAMES
+    return out
+
+
+# --- writing -----------------------------------------------------------------------------------------
+
+
+def write_tables(items: list[tabular.Table], out_dir: str | Path) -> list[Path]:
+    """<out>/{csv,md,html}/<name>.<ext> and <out>/index.md (one folder per format, for report patterns)."""
+    out_dir = Path(out_dir)
+    written = []
+    for t in items:
+        for ext, text in (("csv", t.csv()), ("md", t.markdown()), ("html", t.html())):
+            atomic_write_text(out_dir / ext / f"{t.name}.{ext}", text)
+            written.append(out_dir / ext / f"{t.name}.{ext}")
+    index = [
+        "# Tables",
+        "",
+        "Each table lists, per row, the summary file it came from (which carries the protocol card) and the"
+        " job manifest that wrote it: the `source` / `manifest` columns of the CSV, the Sources list below"
+        " each Markdown/HTML table.",
+        "",
+    ]
+    index += [f"- [{t.title}](md/{t.name}.md) ([csv](csv/{t.name}.csv)), {len(t.frame)} rows" for t in items]
+    atomic_write_text(out_dir / "index.md", "\n".join(index) + "\n")
+    return [*written, out_dir / "index.md"]
+
+
+def write_figures(items: list[figures.Fig], out_dir: str | Path) -> list[Path]:
+    """<out>/{png,pdf}/<name>.<ext> and <out>/index.md with every caption and its sources."""
+    out_dir = Path(out_dir)
+    written = []
+    index = ["# Figures", ""]
+    for f in items:
+        for ext in ("png", "pdf"):
+            path = out_dir / ext / f"{f.name}.{ext}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.tmp.{ext}")
+            # Fixed metadata so the same data gives the same PDF bytes.
+            meta = {"CreationDate": None} if ext == "pdf" else {"Software": None}
+            f.figure.savefig(tmp, dpi=120, metadata=meta)
+            tmp.replace(path)
+            written.append(path)
+        index += [
+            f"## {f.name}",
+            "",
+            f"![{f.name}](png/{f.name}.png) ([pdf](pdf/{f.name}.pdf))",
+            "",
+            f.caption,
+            "",
+        ]
+        if f.sources:
+            index.append("Sources:")
+            index += [f"- `{s}` (manifest: `{m or 'none found'}`)" for s, m in f.sources]
+            index.append("")
+    atomic_write_text(out_dir / "index.md", "\n".join(index))
+    return [*written, out_dir / "index.md"]
+
+
+def table_summary_line(t: tabular.Table) -> str:
+    """One line per table for logs: name, rows, first note."""
+    return f"{t.name}: {len(t.frame)} rows" + (f" ({t.notes[0]})" if t.notes else "")

@@ -1,0 +1,282 @@
+"""Result tables of the evaluation side: DataFrames in (loaders), `Table` out (pure)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from toolcall_repro.analysis.tabular import Table, fmt_pm, is_missing, percent_scale
+
+PAPER = "arXiv 2606.00135"
+BFCL_METRICS = {
+    "multi_turn": "BFCL multi",
+    "single_turn_mean_nl_l": "single (mean of NL, L)",
+    "single_turn_weighted": "single (count-weighted)",
+    "avg": "avg",
+}
+# Quoted, never computed: the paper's Table 4 rows and the reference models it quotes (percent).
+QUOTED_TABLE4 = [
+    ("Qwen3-4B, BFCL default prompt", (22.7, 0.9), (83.9, 0.5), (53.3, 0.5)),
+    ("Qwen3-4B, stronger prompt", (37.2, 1.4), (84.8, 0.7), (61.0, 0.8)),
+    ("Qwen3-4B-RL (efficient GRPO)", (39.4, 0.7), (84.8, 0.9), (62.1, 0.5)),
+    ("Claude Sonnet 4.5 (FC)", (61.4, None), (84.9, None), (73.2, None)),
+    ("Gemini-3-Pro-Preview (FC)", (63.1, None), (83.8, None), (73.4, None)),
+    ("GPT-4.1 (FC)", (38.9, None), (76.4, None), (57.7, None)),
+    ("Qwen3-235B-A22B-Instruct-2507 (FC)", (45.4, None), (53.2, None), (49.3, None)),
+]
+INPUT_TOKEN_METRIC = "mean_input_tokens"
+ACEBENCH_GROUPS = ("overall", "normal", "special", "agent")
+
+
+# --- BFCL studies --------------------------------------------------------------------------------------
+
+
+def study_table(
+    scores: pd.DataFrame,
+    name: str,
+    title: str,
+    pairs: Sequence[tuple[str, str]],
+    metrics: Mapping[str, str] = BFCL_METRICS,
+    extra_raw: Sequence[str] = (),
+) -> Table:
+    """One row per (model, protocol) pair of a study, each metric as mean ± std over the evaluation seeds.
+
+    Accuracies are shown in percent; `extra_raw` metrics (e.g. mean input tokens) are shown unscaled.
+    A (model, protocol) without a summary gives a row of n/a and a note naming the missing file.
+    """
+    acc = scores[scores["metric"].isin(list(metrics))]
+    scale = percent_scale(list(acc["mean"]))
+    rows, shown, notes = [], [], []
+    for model, protocol in pairs:
+        sel = scores[(scores["model"] == model) & (scores["protocol"] == protocol)]
+        if sel.empty:
+            notes.append(f"missing: eval/bfcl/{model}/{protocol}/summary.json (no score for this row)")
+        first = sel.iloc[0].to_dict() if len(sel) else {}
+        row = {
+            "model": model,
+            "protocol": protocol,
+            **{f: first.get(f) for f in ("system_prompt", "template", "thinking")},
+            "seeds": ",".join(map(str, first.get("seeds", []))),
+        }
+        disp = {k: "" if row[k] is None else row[k] for k in ("model", "protocol", "system_prompt", "seeds")}
+        for metric, label in [*metrics.items(), *((m, m) for m in extra_raw)]:
+            m = sel[sel["metric"] == metric]
+            factor = 1.0 if metric in extra_raw else scale
+            mean = float(m["mean"].iloc[0]) * factor if len(m) else math.nan
+            std = float(m["std"].iloc[0]) * factor if len(m) else math.nan
+            row[f"{metric}_mean"], row[f"{metric}_std"] = mean, std
+            disp[label] = fmt_pm(mean, std, 0 if metric in extra_raw else 1)
+            if len(sel) and not len(m):
+                notes.append(f"{model}/{protocol}: summary has no metric {metric!r}")
+        row["source"], row["manifest"] = first.get("source"), first.get("manifest")
+        rows.append(row)
+        shown.append(disp)
+    if scale == 100.0:
+        notes.append("accuracies in percent (summaries hold fractions); ± is the std over evaluation seeds")
+    return Table(name, title, pd.DataFrame(rows), pd.DataFrame(shown), notes)
+
+
+def table4(scores: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> Table:
+    """Table 4: our rows (base / stronger prompt / RL) and the paper's rows, quoted and marked."""
+    t = study_table(scores, "table4_bfcl", "Table 4: BFCL multi-turn, single-turn and average", pairs)
+    quoted, shown = [], []
+    for label, multi, single, avg in QUOTED_TABLE4:
+        row = {"model": label, "protocol": "quoted", "system_prompt": None, "seeds": ""}
+        disp = {"model": label, "protocol": "quoted", "system_prompt": "", "seeds": ""}
+        for metric, (mean, std) in (("multi_turn", multi), ("single_turn_paper", single), ("avg", avg)):
+            row[f"{metric}_mean"], row[f"{metric}_std"] = mean, std
+        disp["BFCL multi"] = fmt_pm(*multi)
+        disp["single (mean of NL, L)"] = fmt_pm(*single) + " (paper's single-turn)"
+        disp["single (count-weighted)"] = ""
+        disp["avg"] = fmt_pm(*avg)
+        row["source"], row["manifest"] = f"quoted: {PAPER} Table 4", None
+        quoted.append(row)
+        shown.append(disp)
+    t.frame = pd.concat([t.frame, pd.DataFrame(quoted)], ignore_index=True)
+    t.display = pd.concat([t.display, pd.DataFrame(shown)], ignore_index=True)
+    t.notes.append(
+        f"rows with protocol 'quoted' are copied from {PAPER} (its 3-seed means and quoted reference "
+        "models); they are not our results. The paper does not say which single-turn formula it used."
+    )
+    return t
+
+
+def prompt_ablation_table(scores: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> Table:
+    has_tokens = (scores["metric"] == INPUT_TOKEN_METRIC).any()
+    t = study_table(
+        scores,
+        "prompt_ablation",
+        "System-prompt ablation: BFCL scores and mean input tokens",
+        pairs,
+        extra_raw=(INPUT_TOKEN_METRIC,) if has_tokens else (),
+    )
+    if not has_tokens:
+        t.notes.append(f"the score summaries hold no {INPUT_TOKEN_METRIC!r} metric: input tokens not shown")
+    return t
+
+
+def seed_spread_table(scores: pd.DataFrame, metrics: Mapping[str, str] = BFCL_METRICS) -> Table:
+    """Per (model, protocol, metric): every seed's score, mean, std and peak-to-peak (percent)."""
+    sel = scores[scores["metric"].isin(list(metrics))]
+    scale = percent_scale(list(sel["mean"]))
+    rows = []
+    for r in sel.to_dict("records"):
+        vals = [v * scale for v in r["per_seed"]]
+        finite = [v for v in vals if not is_missing(v)]
+        rows.append(
+            {
+                "model": r["model"],
+                "protocol": r["protocol"],
+                "metric": r["metric"],
+                "seeds": ",".join(map(str, r["seeds"])),
+                "per_seed": ";".join(f"{v:.2f}" for v in vals),
+                "mean": r["mean"] * scale,
+                "std": r["std"] * scale,
+                "peak_to_peak": (max(finite) - min(finite)) if finite else math.nan,
+                "source": r["source"],
+                "manifest": r["manifest"],
+            }
+        )
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "model",
+            "protocol",
+            "metric",
+            "seeds",
+            "per_seed",
+            "mean",
+            "std",
+            "peak_to_peak",
+            "source",
+            "manifest",
+        ],
+    )
+    display = frame[["model", "protocol", "metric", "seeds", "per_seed"]].assign(
+        mean=[fmt_pm(m, s) for m, s in zip(frame["mean"], frame["std"], strict=True)],
+        peak_to_peak=[fmt_pm(v) for v in frame["peak_to_peak"]],
+    )
+    return Table(
+        "seed_spread",
+        "Seed spread of BFCL scores per model",
+        frame,
+        display,
+        ["scores in percent; std over seeds (ddof as in the summary)"],
+    )
+
+
+# --- ACEBench, data filters, general capability -------------------------------------------------------
+
+
+def acebench_table(scores: pd.DataFrame) -> Table:
+    """Overall and per group (normal / special / agent) per (model, protocol); other metrics in the CSV."""
+    scale = percent_scale(list(scores["mean"]))
+    rows, shown = [], []
+    for (model, protocol), sel in scores.groupby(["model", "protocol"], sort=True):
+        first = sel.iloc[0]
+        row = {"model": model, "protocol": protocol, "seeds": ",".join(map(str, first["seeds"]))}
+        disp = dict(row)
+        for metric in [*ACEBENCH_GROUPS, *sorted(set(sel["metric"]) - set(ACEBENCH_GROUPS))]:
+            m = sel[sel["metric"] == metric]
+            mean, std = (
+                (float(m["mean"].iloc[0]) * scale, float(m["std"].iloc[0]) * scale)
+                if len(m)
+                else (math.nan, math.nan)
+            )
+            row[f"{metric}_mean"], row[f"{metric}_std"] = mean, std
+            if metric in ACEBENCH_GROUPS:
+                disp[metric] = fmt_pm(mean, std)
+        row["source"], row["manifest"] = first["source"], first["manifest"]
+        rows.append(row)
+        shown.append(disp)
+    notes = [
+        "overall = 0.2676 special + 0.578 normal + 0.1545 agent (ACEBench); percent; ± over seeds",
+        "per-category scores are in the CSV",
+    ]
+    if not rows:
+        notes.insert(0, "no ACEBench summaries in this run")
+    return Table(
+        "acebench",
+        "ACEBench (English): overall and per group",
+        pd.DataFrame(rows),
+        pd.DataFrame(shown),
+        notes,
+    )
+
+
+def filter_chain_table(report: pd.DataFrame) -> Table:
+    frame = report.copy()
+    display = frame.drop(columns=[c for c in ("source", "manifest", "order") if c in frame.columns])
+    display = display.astype(object).where(display.notna(), "")
+    for col in display.columns:  # counts stay integers where a step lacks the column (NaN made them floats)
+        display[col] = [int(v) if isinstance(v, float) and v.is_integer() else v for v in display[col]]
+    notes = [] if len(frame) else ["no data/filter_report.json in this run"]
+    return Table("filter_chain", "Data filter chain: counts at every step", frame, display, notes)
+
+
+def general_table(general: pd.DataFrame, base: str, rl_models: Sequence[str]) -> Table:
+    """General capability (lm-eval): task, metric, base, RL, delta, stderr, per RL model (percent)."""
+    rows = []
+    for rl in rl_models:
+        for (task, metric), sel in general.groupby(["task", "metric"], sort=True):
+            b, r = sel[sel["model"] == base], sel[sel["model"] == rl]
+            if b.empty or r.empty:
+                continue
+            b, r = b.iloc[0], r.iloc[0]
+            if b["task_hash"] and r["task_hash"] and b["task_hash"] != r["task_hash"]:
+                raise ValueError(
+                    f"task {task!r}: base and {rl} were scored on different documents (task hash)"
+                )
+            rows.append(
+                {
+                    "task": task,
+                    "metric": metric,
+                    "rl_model": rl,
+                    "base": b["value"] * 100,
+                    "rl": r["value"] * 100,
+                    "delta": (r["value"] - b["value"]) * 100,
+                    "stderr_base": b["stderr"] * 100,
+                    "stderr_rl": r["stderr"] * 100,
+                    "n_samples": r["n_samples"],
+                    "num_fewshot": r["num_fewshot"],
+                    "source_base": b["source"],
+                    "manifest_base": b["manifest"],
+                    "source_rl": r["source"],
+                    "manifest_rl": r["manifest"],
+                }
+            )
+    cols = [
+        "task",
+        "metric",
+        "rl_model",
+        "base",
+        "rl",
+        "delta",
+        "stderr_base",
+        "stderr_rl",
+        "n_samples",
+        "num_fewshot",
+        "source_base",
+        "manifest_base",
+        "source_rl",
+        "manifest_rl",
+    ]
+    frame = pd.DataFrame(rows, columns=cols)
+    display = pd.DataFrame(
+        {
+            "task": frame["task"],
+            "metric": frame["metric"],
+            "RL model": frame["rl_model"],
+            "base": [fmt_pm(v, s) for v, s in zip(frame["base"], frame["stderr_base"], strict=True)],
+            "RL": [fmt_pm(v, s) for v, s in zip(frame["rl"], frame["stderr_rl"], strict=True)],
+            "delta": [f"{v:+.1f}" for v in frame["delta"]],
+            "n": frame["n_samples"],
+            "shots": frame["num_fewshot"],
+        }
+    )
+    notes = [f"lm-evaluation-harness; percent; ± is the harness's stderr; base model '{base}'"]
+    if frame.empty:
+        notes.insert(0, "no pair of base and RL general-capability results in this run")
+    return Table("general_capability", "General capability before and after RL", frame, display, notes)

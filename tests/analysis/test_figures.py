@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from matplotlib.figure import Figure
+
+from toolcall_repro.analysis import report
+
+# The shape the report rules pass: the evaluate subtree (studies, general) and the training runs.
+CONFIG = json.dumps(
+    {
+        "evaluate": {
+            "studies": {"table4": {"models": ["base", "rl-multi"], "protocols": ["default", "stronger"]}},
+            "general": {"models": ["base", "rl-multi"]},
+        },
+        "runs": [["single_turn", "vanilla"], ["single_turn", "efficient"]],
+    }
+)
+
+
+@pytest.fixture
+def built(run_dir):
+    res = report.RunResults(run_dir)
+    cfg = {
+        "studies": {
+            "seed_variance": {"models": ["base"], "protocols": ["default"]},
+            "template": {"models": ["base"], "protocols": ["stronger", "context"]},
+            "thinking": {"models": ["base"], "protocols": ["stronger", "keepthink"]},
+        }
+    }
+    return res, cfg, report.build_figures(res, cfg)
+
+
+def test_every_figure_is_a_figure_whose_caption_states_protocol_and_seeds(built):
+    _, _, figs = built
+    assert [f.name for f in figs] == list(report.FIGURE_NAMES)
+    for f in figs:
+        assert isinstance(f.figure, Figure) and f.sources, f.name
+        assert "seeds" in f.caption, f.name
+        assert "Protocol:" in f.caption or "Training:" in f.caption, f.name
+    template = next(f for f in figs if f.name == "template")
+    assert "context (system_prompt=stronger, template=context" in template.caption
+    assert "seeds 0,1,2" in template.caption
+    assert "training seeds 0" in next(f for f in figs if f.name == "accuracy_vs_time").caption
+
+
+def test_accuracy_figure_marks_the_matched_point(built):
+    _, _, figs = built
+    ax = next(f for f in figs if f.name == "accuracy_vs_time").figure.axes[0]
+    stars = [ln for ln in ax.lines if ln.get_marker() == "*"]
+    assert len(stars) == 1 and list(stars[0].get_xdata()) == pytest.approx([1.5])
+    assert list(stars[0].get_ydata()) == pytest.approx([0.6])
+
+
+def test_figure_without_data_is_a_placeholder_not_a_crash(tmp_path):
+    (tmp_path / "empty").mkdir()
+    figs = report.build_figures(report.RunResults(tmp_path / "empty"), {})
+    assert all(isinstance(f.figure, Figure) for f in figs)
+
+
+def test_cli_writes_tables_figures_and_indexes(run_dir, tmp_path):
+    for what in ("tables", "figures"):
+        out = tmp_path / what
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "toolcall_repro.analysis",
+                what,
+                "--run-dir",
+                str(run_dir),
+                "--out-dir",
+                str(out),
+                "--config",
+                CONFIG,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert (out / "index.md").is_file()
+    for name in report.TABLE_NAMES:
+        assert (tmp_path / "tables" / "csv" / f"{name}.csv").stat().st_size > 0
+        assert (tmp_path / "tables" / "md" / f"{name}.md").read_text().startswith("# ")
+        assert "<table" in (tmp_path / "tables" / "html" / f"{name}.html").read_text()
+    for name in report.FIGURE_NAMES:
+        assert (tmp_path / "figures" / "png" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+        assert (tmp_path / "figures" / "pdf" / f"{name}.pdf").read_bytes()[:4] == b"%PDF"
+    assert (
+        "manifests/train_grpo/single_turn-efficient.json" in (tmp_path / "figures" / "index.md").read_text()
+    )
+
+
+def test_cli_rejects_a_missing_run_dir(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolcall_repro.analysis",
+            "tables",
+            "--run-dir",
+            str(tmp_path / "nope"),
+            "--out-dir",
+            str(tmp_path / "t"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode != 0 and "no run directory" in proc.stderr

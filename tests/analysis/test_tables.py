@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from toolcall_repro.analysis import efficiency, loaders, tables, tabular
+
+
+@pytest.fixture
+def bfcl(run_dir):
+    return loaders.load_score_summaries(run_dir, "bfcl", loaders.ManifestIndex(run_dir))
+
+
+def test_table4_rows_in_percent_with_quoted_rows_marked(bfcl):
+    t = tables.table4(bfcl, [(m, p) for m in ("base", "rl-multi") for p in ("default", "stronger")])
+    ours = t.frame[t.frame["protocol"] != "quoted"]
+    assert len(ours) == 4 and len(t.frame) == 4 + len(tables.QUOTED_TABLE4)
+    rl = ours[(ours["model"] == "rl-multi") & (ours["protocol"] == "stronger")].iloc[0]
+    assert rl["multi_turn_mean"] == pytest.approx(40.0) and rl["multi_turn_std"] == pytest.approx(1.0)
+    quoted = t.frame[t.frame["protocol"] == "quoted"]
+    assert quoted["source"].str.startswith("quoted").all() and quoted["manifest"].isna().all()
+    md = t.markdown()
+    assert "40.0 ± 1.0" in md and "| quoted |" in md
+    assert (
+        "`eval/bfcl/rl-multi/stronger/summary.json` (manifest: `manifests/summarise_bfcl/rl-multi-stronger.json`)"
+        in md
+    )
+
+
+def test_missing_study_row_is_shown_and_noted(bfcl):
+    t = tables.study_table(bfcl, "x", "X", [("base", "default"), ("ghost", "default")])
+    assert t.display.iloc[1]["BFCL multi"] == "n/a"
+    assert any("ghost/default" in n for n in t.notes)
+
+
+def test_prompt_ablation_shows_input_tokens_unscaled(bfcl):
+    t = tables.prompt_ablation_table(bfcl, [("base", "default"), ("base", "doubled")])
+    assert list(t.frame["mean_input_tokens_mean"]) == [270.0, 270.0]
+    assert list(t.frame["system_prompt"]) == ["bfcl_default", "bfcl_default_x2"]
+
+
+def test_seed_spread_peak_to_peak(run_dir):
+    v = loaders.load_score_summaries(run_dir, "bfcl", loaders.ManifestIndex(run_dir), name="variance.json")
+    t = tables.seed_spread_table(v)
+    multi = t.frame[t.frame["metric"] == "multi_turn"].iloc[0]
+    assert multi["peak_to_peak"] == pytest.approx(3.5) and multi["seeds"] == "0,1,2,3"
+
+
+def test_acebench_groups(run_dir):
+    df = loaders.load_score_summaries(run_dir, "acebench", loaders.ManifestIndex(run_dir))
+    t = tables.acebench_table(df)
+    assert t.display.iloc[0]["overall"] == "61.0 ± 1.4"
+    assert "normal_atom_bool_mean" in t.frame.columns
+
+
+def test_general_table_delta_and_hash_check(run_dir):
+    df = loaders.load_general(run_dir, loaders.ManifestIndex(run_dir))
+    t = tables.general_table(df, "base", ["rl-multi"])
+    row = t.frame.iloc[0]
+    assert (row["base"], row["rl"], row["delta"]) == pytest.approx((40.0, 45.0, 5.0))
+    assert row["source_rl"] == "eval/general/rl-multi/summary.json"
+    df.loc[df["model"] == "rl-multi", "task_hash"] = "other"
+    with pytest.raises(ValueError, match="different documents"):
+        tables.general_table(df, "base", ["rl-multi"])
+
+
+def test_speedup_table_on_constructed_runs(run_dir):
+    runs = loaders.load_training_runs(run_dir, loaders.ManifestIndex(run_dir))
+    t = efficiency.speedup_table(runs)
+    eff = t.frame.set_index("variant").loc["efficient"]
+    assert eff["target_accuracy"] == pytest.approx(0.6)
+    assert eff["baseline_time_h"] == pytest.approx(3.0) and eff["time_to_target_h"] == pytest.approx(1.5)
+    assert eff["speedup"] == pytest.approx(2.0) and math.isnan(eff["speedup_std"])  # one seed: no spread
+    assert eff["filter_rate"] == pytest.approx(0.25) and eff["kept_fraction"] == pytest.approx(0.5)
+    # limit: f from the efficient run, u = 3/4 from vanilla, m/n = 4/8
+    assert eff["speedup_limit"] == pytest.approx(1 / (0.75 * 0.25 + 0.75 * 0.75 * 0.5))
+    assert t.frame.set_index("variant").loc["vanilla", "update_share"] == pytest.approx(0.75)
+
+
+def test_speedup_table_says_not_reached(run_dir):
+    runs = loaders.load_training_runs(run_dir, loaders.ManifestIndex(run_dir))
+    t = efficiency.speedup_table(runs, target=0.9)
+    assert t.display.set_index("variant").loc["efficient", "speedup"] == "not reached"
+    assert any("not reached" in n for n in t.notes)
+
+
+def test_markdown_escapes_pipes():
+    md = tabular.markdown_table(pd.DataFrame({"a": ["x|y"]}))
+    assert "x\\|y" in md

@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from toolcall_repro.analysis.tables import general_table
+from toolcall_repro.eval.general.runner import harness_metrics, model_args, run_general_eval
+from toolcall_repro.eval.general.tasks import LOCAL_TASK
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    return subprocess.run(
+        [sys.executable, "-m", "toolcall_repro.eval.general", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
+
+
+@pytest.fixture(scope="module")
+def rl_model(tiny_model, tmp_path_factory) -> str:
+    """The same architecture with other weights: stands in for the RL checkpoint."""
+    import torch
+    from transformers import AutoTokenizer, Qwen2ForCausalLM
+
+    torch.set_num_threads(1)
+    model = Qwen2ForCausalLM.from_pretrained(tiny_model)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.5 * torch.randn_like(p))
+    out = tmp_path_factory.mktemp("model") / "rl"
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(out)
+    return str(out)
+
+
+def test_local_task_base_vs_rl_end_to_end(tiny_model, rl_model, samples_parquet, tmp_path):
+    """The CLI runs lm-eval's hf backend offline on the local task; the table compares base and RL."""
+    outs = {}
+    # The second run spells its options as the Snakemake rule does (--local-source, --backend transformers).
+    for tag, model, data_flag, backend in (
+        ("base", tiny_model, "--data", "hf"),
+        ("rl-multi", rl_model, "--local-source", "transformers"),
+    ):
+        out = tmp_path / "eval" / "general" / tag
+        proc = run_cli(
+            *("--model-dir", model, "--model-tag", tag, "--tasks", "local", "--num-fewshot", "1"),
+            *("--seed", "7", "--limit", "8", data_flag, samples_parquet, "--backend", backend),
+            *("--batch-size", "4", "--out", str(out)),
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs[tag] = out
+
+    harness = json.loads((outs["base"] / "results.json").read_text())
+    # The harness's own record: seeds, model args, n-shot, task hashes.
+    assert harness["config"]["random_seed"] == 7 and harness["config"]["fewshot_seed"] == 7
+    assert f"pretrained={tiny_model}" in harness["config"]["model_args"]
+    assert harness["n-shot"][LOCAL_TASK] == 1 and harness["n-samples"][LOCAL_TASK]["effective"] == 8
+    assert harness["task_hashes"][LOCAL_TASK]
+    assert (outs["base"] / "samples" / f"{LOCAL_TASK}.jsonl").is_file()
+
+    summary = json.loads((outs["base"] / "summary.json").read_text())
+    acc = {r["metric"]: r for r in summary["results"]}
+    assert set(acc) == {"acc", "acc_norm"}
+    assert acc["acc"]["value"] == harness["results"][LOCAL_TASK]["acc,none"]
+    assert (
+        acc["acc"]["stderr"] == harness["results"][LOCAL_TASK]["acc_stderr,none"]
+        and acc["acc"]["n_samples"] == 8
+    )
+    card = summary["card"]
+    assert card["num_fewshot"] == 1 and card["seeds"]["fewshot"] == 7 and len(card["model_sha256"]) == 64
+    assert card["local_task"]["test_docs"] + card["local_task"]["fewshot_docs"] == 30
+
+    from toolcall_repro.analysis import loaders
+
+    df = loaders.load_general(tmp_path, loaders.ManifestIndex(tmp_path))
+    table = general_table(df, "base", ["rl-multi"])
+    assert sorted(table.frame["metric"]) == ["acc", "acc_norm"]
+    row = table.frame[table.frame["metric"] == "acc"].iloc[0]
+    rl_acc = json.loads((outs["rl-multi"] / "results.json").read_text())["results"][LOCAL_TASK]["acc,none"]
+    assert row["base"] == pytest.approx(acc["acc"]["value"] * 100)
+    assert row["delta"] == pytest.approx((rl_acc - acc["acc"]["value"]) * 100)
+
+
+def test_local_task_without_data_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="needs --data"):
+        run_general_eval(str(tmp_path / "model"), ["local"], tmp_path / "o", num_fewshot=0, seed=0)
+
+
+def test_harness_metrics_reads_groups_and_skips_stderr_keys():
+    results = {
+        "results": {
+            "mmlu": {"alias": "mmlu", "acc,none": 0.683, "acc_stderr,none": 0.004},
+            "mmlu_anatomy": {"acc,none": 0.5, "acc_stderr,none": 0.05},
+            "hellaswag": {
+                "acc,none": 0.5,
+                "acc_stderr,none": 0.01,
+                "acc_norm,none": 0.6,
+                "acc_norm_stderr,none": 0.02,
+            },
+        },
+        "group_subtasks": {"mmlu": ["mmlu_anatomy", "mmlu_law"]},
+        "n-samples": {
+            "mmlu_anatomy": {"effective": 135},
+            "mmlu_law": {"effective": 1534},
+            "hellaswag": {"effective": 10042},
+        },
+    }
+    rows = harness_metrics(results, ["mmlu", "hellaswag"])
+    assert rows[0] == {"task": "mmlu", "metric": "acc", "value": 0.683, "stderr": 0.004, "n_samples": 1669}
+    assert [(r["task"], r["metric"]) for r in rows[1:]] == [("hellaswag", "acc"), ("hellaswag", "acc_norm")]
+    with pytest.raises(KeyError, match="winogrande"):
+        harness_metrics(results, ["winogrande"])
+
+
+def test_model_args_per_backend():
+    assert model_args("hf", "/m", dtype="float32", device="cpu", seed=0) == (
+        "pretrained=/m,tokenizer=/m,dtype=float32,device=cpu"
+    )
+    assert "tensor_parallel_size=2" in model_args(
+        "vllm", "/m", dtype="bfloat16", device="cuda", seed=3, tensor_parallel=2
+    )
+    with pytest.raises(ValueError, match="backend"):
+        model_args("sglang", "/m", dtype="float32", device="cpu", seed=0)
