@@ -1,0 +1,71 @@
+"""GPU generation with vLLM (paper scale). vLLM is imported on construction: it is absent on CPU machines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from toolcall_repro.backends.base import (
+    STOP_TOKENS,
+    Generation,
+    GenerationBackend,
+    check_request,
+    derive_seed,
+)
+
+
+class VLLMBackend(GenerationBackend):
+    """``vllm.LLM.generate`` with one ``SamplingParams`` per prompt, seeded with ``derive_seed(seed, index)``.
+
+    Prompts go in as token ids encoded without special tokens, exactly as the transformers backend encodes
+    them (a text prompt would get a second BOS from vLLM on templates that already write one).
+    """
+
+    kind = "vllm"
+
+    def __init__(self, model_dir: str | Path, tensor_parallel_size: int = 1, **llm_kwargs: Any):
+        try:
+            from vllm import LLM, SamplingParams
+        except ImportError as exc:
+            raise RuntimeError(
+                "the vllm backend needs vLLM (pip install toolcall-repro[gpu]) and a GPU"
+            ) from exc
+        self._sampling_params = SamplingParams
+        self.model_dir = Path(model_dir)
+        self.llm = LLM(model=str(model_dir), tensor_parallel_size=tensor_parallel_size, **llm_kwargs)
+        self.tokenizer = self.llm.get_tokenizer()
+        vocab = self.tokenizer.get_vocab()
+        self.stop_token_ids = [vocab[t] for t in STOP_TOKENS if t in vocab]
+
+    def generate(
+        self, prompts: list[str], n: int, *, temperature: float, top_p: float, max_tokens: int, seed: int
+    ) -> list[list[Generation]]:
+        check_request(prompts, n, temperature, top_p, max_tokens, seed)
+        greedy = temperature == 0
+        params = [
+            self._sampling_params(
+                n=1 if greedy else n,
+                temperature=float(temperature),
+                top_p=1.0 if greedy else float(top_p),
+                max_tokens=max_tokens,
+                seed=derive_seed(seed, index),
+                stop_token_ids=self.stop_token_ids,
+                skip_special_tokens=False,  # keep <tool_call>/<think> even where a tokenizer marks them special
+            )
+            for index in range(len(prompts))
+        ]
+        inputs = [{"prompt_token_ids": self.tokenizer.encode(p, add_special_tokens=False)} for p in prompts]
+        outputs = self.llm.generate(inputs, params, use_tqdm=False)
+        results = []
+        for request in outputs:
+            rows = [
+                Generation(
+                    text=c.text,
+                    prompt_tokens=len(request.prompt_token_ids),
+                    completion_tokens=len(c.token_ids),
+                    finish_reason="length" if c.finish_reason == "length" else "stop",
+                )
+                for c in request.outputs
+            ]
+            results.append(rows * n if greedy else rows)
+        return results
