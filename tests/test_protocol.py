@@ -399,3 +399,38 @@ def test_card_records_prompt_template_and_mechanism(tokenizer):
     assert protocol_card(Protocol(), other_template) != protocol_card(Protocol(), tokenizer)
     with pytest.raises(ValueError, match="overwrite"):
         protocol_card(Protocol(), tokenizer, seed=3)
+
+
+@pytest.mark.parametrize("template", ["native", "context"])
+@pytest.mark.parametrize("thinking", ["keep", "drop"])
+def test_chat_messages_through_the_template_equal_render(template, thinking):
+    from toolcall_repro.protocol import Protocol, chat_messages, render
+
+    tok = _tiny_tokenizer_for_chat_messages()
+    messages = [
+        {"role": "user", "content": "weather in Paris?"},
+        {"role": "assistant", "reasoning_content": "need the tool", "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+        {"role": "tool", "content": '{"temp": 21}'},
+        {"role": "assistant", "content": "It is 21."},
+        {"role": "user", "content": "and in Rome?"},
+    ]
+    tools = [{"name": "get_weather", "description": "weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    protocol = Protocol(system_prompt="stronger", template=template, thinking=thinking)
+    chat = chat_messages(messages, tools, protocol)
+    assert all(set(m) == {"role", "content"} for m in chat)
+    via_template = tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+    assert via_template == render(messages, tools, protocol, tok)
+    assert ("need the tool" in via_template) == (thinking == "keep")
+
+
+def _tiny_tokenizer_for_chat_messages():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from toolcall_repro.protocol import load_chat_template
+
+    raw = Tokenizer(models.WordLevel({"[UNK]": 0, "<|im_end|>": 1}, unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="[UNK]", eos_token="<|im_end|>")
+    tok.chat_template = load_chat_template()
+    return tok

@@ -11,7 +11,9 @@ from toolcall_repro import provenance
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="toolcall-repro")
     sub = p.add_subparsers(dest="cmd", required=True)
-    v = sub.add_parser("verify", help="re-check every checksum in a results archive; names any file that differs")
+    v = sub.add_parser(
+        "verify", help="re-check every checksum in a results archive; names any file that differs"
+    )
     v.add_argument("archive")
     args = p.parse_args(argv)
     if args.cmd == "verify":

@@ -342,6 +342,32 @@ def render(messages: list[dict], tools: list[dict], protocol: Protocol, tokenize
     return _apply_template(tokenizer, chat)
 
 
+def chat_messages(messages: list[dict], tools: list[dict], protocol: Protocol) -> list[dict]:
+    """The role messages that ``render`` passes to the chat template, for engines that apply it themselves.
+
+    verl tokenises prompts with the chat template itself, so it needs messages, not text. Shown reasoning is
+    inlined as a ``<think>`` block in the assistant content; for templates that pass assistant content
+    through unchanged, ``apply_chat_template(chat_messages(...), add_generation_prompt=True)`` equals
+    ``render(...)`` (callers check this per sample: a template that strips earlier reasoning breaks it).
+    """
+    _check_messages(messages)
+    system, history = _system_message(messages, protocol, tools)
+    if not history:
+        raise ValueError("messages hold only a system message")
+    shown = _shown_reasoning(history, protocol.thinking, protocol.output_format)
+    if protocol.template == "context":
+        return [
+            {"role": "system", "content": system},
+            {"role": "user", "content": serialise_history(history, shown)},
+        ]
+    chat = [{"role": "system", "content": system}]
+    for msg, (reasoning, text) in zip(history, shown, strict=True):
+        if msg["role"] == "assistant" and reasoning is not None:
+            text = _think_block(reasoning) + text
+        chat.append({"role": msg["role"], "content": text})
+    return chat
+
+
 # --------------------------------------------------------------------------------------------------------
 # protocol card
 # --------------------------------------------------------------------------------------------------------

@@ -57,6 +57,31 @@ def stage_resources(stage, **defaults):
     return merged
 
 
+def train_resources():
+    """SLURM resources of a training job from train.verl: one 8-GPU node, or several nodes.
+
+    Several nodes ask for GPUs per node (gres) and one task per node (Ray head and workers through
+    srun; mpi=srun keeps the jobstep plugin from wrapping the launcher in a one-task srun).
+    """
+    nodes, per_node = VERL["nodes"], VERL["gpus_per_node"]
+    model = VERL.get("gpu_model", "a100")
+    if per_node == 0:
+        res = {"gpu": 0, "nodes": 1}
+    elif nodes == 1:
+        res = {"gpu": per_node, "gpu_model": model, "nodes": 1, "tasks_per_gpu": 0}
+    else:
+        res = {
+            "gpu": 0,
+            "gres": f"gpu:{model}:{per_node}",
+            "nodes": nodes,
+            "tasks": nodes,
+            "mpi": "srun",
+            "tasks_per_gpu": 0,
+        }
+    res.update(config.get("resources", {}).get("train", {}))
+    return res
+
+
 def manifest(rule_name, key="all"):
     """Each job's manifest (written by `python -m toolcall_repro.provenance run`)."""
     return R("manifests", rule_name, f"{key}.json")

@@ -83,11 +83,7 @@ rule train_grpo:
         "../envs/train-verl.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
     threads: THREADS
     resources:
-        **stage_resources(
-            "train",
-            gpu=VERL["nodes"] * VERL["gpus_per_node"],
-            nodes=VERL["nodes"],
-        ),
+        **train_resources(),
     params:
         cfg=lambda w: as_json(run_config(w.dataset, w.variant)),
         seeds=as_json({"train": subtree("train", "seed")}),
@@ -95,11 +91,14 @@ rule train_grpo:
         engine=config["engines"]["training"],
         out_dir=lambda w, output: os.path.dirname(output.summary),
         verl=as_json(VERL),
+        gpus=VERL["nodes"] * VERL["gpus_per_node"],
+        launcher=workflow.source_path("../scripts/verl/launch_verl.sh"),
     shell:
         "python -m toolcall_repro.provenance run --rule train_grpo --manifest {output.manifest:q}"
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
+        " --gpus {params.gpus} --"
         " python -m toolcall_repro.engines.train --engine {params.engine} --train {input.train}"
         " --heldout {input.heldout} --base {input.base} --config {params.cfg:q}"
         " --out {params.out_dir} --seed {params.seed} --threads {threads}"
-        " --nodes {resources.nodes} --verl {params.verl:q} > {log} 2>&1"
+        " --nodes {resources.nodes} --verl {params.verl:q} --verl-launcher {params.launcher}"
+        " > {log} 2>&1"

@@ -1,0 +1,346 @@
+"""Hydra overrides for verl 0.9.1's `ppo_trainer` config, generated from our run config.
+
+Pure: config dicts in, a list of override strings out. Three inputs:
+  run      one training run (`train.settings.<setting>` merged with `train.variants.<variant>`, as the
+           `train_grpo` rule passes it): lr, batch_size, n, temperature, top_p, max_prompt_tokens,
+           max_response_tokens (or max_new_tokens), epochs, clip_low, clip_high, loss_agg,
+           checkpoint_every, filter, downsample;
+  verl     the cluster knobs (`train.verl`): nodes, gpus_per_node, tensor_parallel, ...;
+  paths    where the data, the base model and every output live (all inside the results tree).
+Our own settings (filter, down-sampling, seed, metric paths) travel in a `toolcall` section of the same
+config, so the trainer reads one object and verl's logged config records them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from toolcall_repro.rl import SCOPES, SELECTIONS, SEMANTICS
+
+REWARD_MODULE = "pkg://toolcall_repro.engines.verl.reward"
+PROJECT = "toolcall-repro"
+
+VERL_DEFAULTS: dict = {
+    "nodes": 1,
+    "gpus_per_node": 8,
+    "gpu_model": "a100",  # read by the workflow for SLURM resources; verl itself does not need it
+    "tensor_parallel": 2,
+    "gpu_memory_utilization": 0.6,
+    "ppo_mini_batch_size": None,  # prompts per optimizer step; None = batch_size (one update a step)
+    "max_token_len_per_gpu": 16384,
+    "ulysses_sp": 1,
+    "param_offload": False,
+    "optimizer_offload": False,
+    "gradient_checkpointing": True,
+    "max_checkpoints_to_keep": 2,
+    "ray_num_cpus": None,  # None: let Ray count (multi-node joins a cluster started by `ray start`)
+    "val_temperature": 0.0,
+    "vllm": {"enforce_eager": False, "max_num_batched_tokens": 8192, "max_num_seqs": 256},
+    "extra_overrides": [],
+}
+RUN_KEYS = (
+    "lr",
+    "batch_size",
+    "n",
+    "temperature",
+    "top_p",
+    "max_prompt_tokens",
+    "epochs",
+    "clip_low",
+    "clip_high",
+    "loss_agg",
+    "checkpoint_every",
+)
+LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "token-sum")
+
+
+class VerlConfigError(ValueError):
+    """A run config that verl would reject (or accept and then train wrongly); names the keys."""
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Every path the verl run reads or writes; the launch script derives them from `--out`."""
+
+    train_files: str
+    val_files: str
+    model: str
+    checkpoints: str
+    log_jsonl: str
+    filter_state: str
+    final_validation: str
+    validation_dir: str
+
+    @classmethod
+    def under(cls, out_dir: str, model: str) -> RunPaths:
+        work = f"{out_dir.rstrip('/')}/verl"
+        return cls(
+            train_files=f"{work}/train.parquet",
+            val_files=f"{work}/heldout.parquet",
+            model=model,
+            checkpoints=f"{out_dir.rstrip('/')}/checkpoints",
+            log_jsonl=f"{work}/log.jsonl",
+            filter_state=f"{work}/filter_state.json",
+            final_validation=f"{work}/final_validation.json",
+            validation_dir=f"{work}/validation",
+        )
+
+
+def merged_verl(verl: Mapping | None) -> dict:
+    """`train.verl` over the defaults (nested `vllm` merged key by key); unknown keys are an error."""
+    verl = dict(verl or {})
+    unknown = sorted(set(verl) - set(VERL_DEFAULTS))
+    if unknown:
+        raise VerlConfigError(f"train.verl has unknown keys {unknown}; known: {sorted(VERL_DEFAULTS)}")
+    out = {**VERL_DEFAULTS, **verl}
+    out["vllm"] = {**VERL_DEFAULTS["vllm"], **(verl.get("vllm") or {})}
+    return out
+
+
+def response_tokens(run: Mapping) -> int:
+    for key in ("max_response_tokens", "max_new_tokens"):
+        if run.get(key) is not None:
+            return int(run[key])
+    raise VerlConfigError("run config needs max_response_tokens (or max_new_tokens)")
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Batch shapes of one step: prompts, rows generated, rows updated, rows per optimizer step."""
+
+    prompts: int  # data.train_batch_size
+    n: int
+    m: int  # rollouts kept per prompt (n without down-sampling)
+    mini_prompts: int  # ppo_mini_batch_size as configured (prompts)
+    scaled_mini_prompts: int  # ppo_mini_batch_size while updating on m of n rollouts
+    dp: int  # data-parallel ranks of the actor
+
+    @property
+    def update_rows(self) -> int:
+        return self.prompts * self.m
+
+    @property
+    def mini_rows(self) -> int:
+        return self.mini_prompts * self.m
+
+
+def geometry(run: Mapping, verl: Mapping) -> Geometry:
+    """Check that every step's batch splits evenly; raise `VerlConfigError` naming the keys if not.
+
+    verl splits the update batch into mini-batches of `ppo_mini_batch_size x rollout.n` rows and each
+    of those evenly over the data-parallel ranks; after down-sampling the worker must see
+    `ppo_mini_batch_size x m` rows instead, so the adapter scales ppo_mini_batch_size by m/n.
+    """
+    verl = merged_verl(verl)
+    missing = [k for k in RUN_KEYS if run.get(k) is None]
+    if missing:
+        raise VerlConfigError(f"run config lacks {missing}")
+    prompts, n = int(run["batch_size"]), int(run["n"])
+    if n < 2:
+        raise VerlConfigError(f"GRPO needs n >= 2 rollouts per prompt, got n={n}")
+    down = run.get("downsample")
+    m = int(down["m"]) if down else n
+    if not 2 <= m <= n:
+        raise VerlConfigError(f"downsample.m must be in [2, n={n}], got {m}")
+    mini = int(verl["ppo_mini_batch_size"] or prompts)
+    if prompts % mini:
+        raise VerlConfigError(f"batch_size={prompts} must be a multiple of ppo_mini_batch_size={mini}")
+    if (mini * m) % n:
+        raise VerlConfigError(
+            f"ppo_mini_batch_size={mini} x m={m} must be a multiple of n={n}: verl counts mini-batches"
+            " in prompts x rollout.n, so the scaled size ppo_mini_batch_size x m / n must be whole"
+        )
+    gpus = int(verl["nodes"]) * int(verl["gpus_per_node"])
+    if gpus < 1:
+        raise VerlConfigError("train.verl needs nodes >= 1 and gpus_per_node >= 1")
+    tp, sp = int(verl["tensor_parallel"]), int(verl["ulysses_sp"])
+    if int(verl["gpus_per_node"]) % tp:
+        raise VerlConfigError(f"tensor_parallel={tp} must divide gpus_per_node={verl['gpus_per_node']}")
+    if gpus % sp:
+        raise VerlConfigError(f"ulysses_sp={sp} must divide the {gpus} GPUs")
+    dp = gpus // sp
+    for label, rows in (("generated", prompts * n), ("updated", prompts * m), ("mini-batch", mini * m)):
+        if rows % dp:
+            raise VerlConfigError(
+                f"the {label} batch of {rows} rows does not split over {dp} data-parallel ranks"
+                f" (batch_size={prompts}, n={n}, m={m}, ppo_mini_batch_size={mini})"
+            )
+    return Geometry(prompts, n, m, mini, mini * m // n, dp)
+
+
+def check_variant(run: Mapping) -> None:
+    filt, down = run.get("filter"), run.get("downsample")
+    if filt:
+        if filt.get("semantics", "temporary") not in SEMANTICS:
+            raise VerlConfigError(f"filter.semantics must be one of {SEMANTICS}")
+    if down:
+        if down.get("selection", "max_variance") not in SELECTIONS:
+            raise VerlConfigError(f"downsample.selection must be one of {SELECTIONS}")
+        if down.get("advantage_scope", "group") not in SCOPES:
+            raise VerlConfigError(f"downsample.advantage_scope must be one of {SCOPES}")
+    if run["loss_agg"] not in LOSS_AGG_MODES:
+        raise VerlConfigError(f"loss_agg must be one of {LOSS_AGG_MODES}, got {run['loss_agg']!r}")
+
+
+_BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+
+
+def hydra_value(value: object) -> str:
+    """One value in Hydra's override grammar (strings quoted unless a bare word)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise VerlConfigError(f"non-finite value {value} in the verl config")
+        return repr(value)
+    if isinstance(value, str):
+        if _BARE.match(value) and value not in ("null", "true", "false"):
+            return value
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_value(v) for v in value) + "]"
+    raise VerlConfigError(f"cannot write {type(value).__name__} {value!r} as a Hydra value")
+
+
+def flat_overrides(prefix: str, value: object, add: bool = False) -> list[str]:
+    """`prefix=value`, or one override per leaf for a mapping (`+` adds keys verl does not define)."""
+    plus = "+" if add else ""
+    if isinstance(value, Mapping) and value:
+        out: list[str] = []
+        for key in sorted(value):
+            out += flat_overrides(f"{prefix}.{key}", value[key], add)
+        return out
+    if isinstance(value, Mapping):
+        return [f"{plus}{prefix}={{}}"]
+    return [f"{plus}{prefix}={hydra_value(value)}"]
+
+
+def toolcall_section(run: Mapping, paths: RunPaths, seed: int, geo: Geometry) -> dict:
+    """Our settings, read by the trainer subclass and the sampler (config key `toolcall`)."""
+    down = run.get("downsample")
+    return {
+        "setting": run.get("setting"),
+        "variant": run.get("variant"),
+        "seed": int(seed),
+        "filter": dict(run["filter"]) if run.get("filter") else None,
+        "downsample": (
+            {
+                "m": int(down["m"]),
+                "selection": down.get("selection", "max_variance"),
+                "advantage_scope": down.get("advantage_scope", "group"),
+            }
+            if down
+            else None
+        ),
+        "scaled_mini_batch_size": geo.scaled_mini_prompts,
+        "log_jsonl": paths.log_jsonl,
+        "filter_state": paths.filter_state,
+        "final_validation": paths.final_validation,
+    }
+
+
+def build_overrides(run: Mapping, verl: Mapping | None, paths: RunPaths, seed: int) -> list[str]:
+    """The complete override list for `verl/trainer/config/ppo_trainer.yaml` (legacy trainer)."""
+    v = merged_verl(verl)
+    geo = geometry(run, v)
+    check_variant(run)
+    max_prompt, max_response = int(run["max_prompt_tokens"]), response_tokens(run)
+    nodes = int(v["nodes"])
+    every = int(run["checkpoint_every"])
+    ov = {
+        "algorithm.adv_estimator": "grpo",
+        "algorithm.norm_adv_by_std_in_grpo": True,
+        "algorithm.use_kl_in_reward": False,
+        # The legacy RayPPOTrainer is the one that still takes a train_sampler (see adapter.py).
+        "trainer.use_v1": False,
+        "data.train_files": paths.train_files,
+        "data.val_files": paths.val_files,
+        "data.prompt_key": "prompt",
+        "data.train_batch_size": geo.prompts,
+        "data.max_prompt_length": max_prompt,
+        "data.max_response_length": max_response,
+        "data.filter_overlong_prompts": True,
+        "data.truncation": "error",
+        "data.shuffle": True,
+        "data.seed": int(seed),
+        "actor_rollout_ref.model.path": paths.model,
+        "actor_rollout_ref.model.use_remove_padding": True,
+        "actor_rollout_ref.model.enable_gradient_checkpointing": bool(v["gradient_checkpointing"]),
+        "actor_rollout_ref.actor.optim.lr": float(run["lr"]),
+        "actor_rollout_ref.actor.ppo_mini_batch_size": geo.mini_prompts,
+        "actor_rollout_ref.actor.ppo_epochs": 1,
+        "actor_rollout_ref.actor.use_dynamic_bsz": True,
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": int(v["max_token_len_per_gpu"]),
+        "actor_rollout_ref.actor.use_kl_loss": False,
+        "actor_rollout_ref.actor.entropy_coeff": 0,
+        "actor_rollout_ref.actor.clip_ratio_low": float(run["clip_low"]),
+        "actor_rollout_ref.actor.clip_ratio_high": float(run["clip_high"]),
+        "actor_rollout_ref.actor.loss_agg_mode": run["loss_agg"],
+        "actor_rollout_ref.actor.policy_loss.loss_mode": "vanilla",
+        "actor_rollout_ref.actor.ulysses_sequence_parallel_size": int(v["ulysses_sp"]),
+        "actor_rollout_ref.actor.fsdp_config.param_offload": bool(v["param_offload"]),
+        "actor_rollout_ref.actor.fsdp_config.optimizer_offload": bool(v["optimizer_offload"]),
+        "actor_rollout_ref.actor.data_loader_seed": int(seed),
+        "actor_rollout_ref.rollout.name": "vllm",
+        "actor_rollout_ref.rollout.n": geo.n,
+        "actor_rollout_ref.rollout.temperature": float(run["temperature"]),
+        "actor_rollout_ref.rollout.top_p": float(run["top_p"]),
+        "actor_rollout_ref.rollout.seed": int(seed),
+        "actor_rollout_ref.rollout.tensor_model_parallel_size": int(v["tensor_parallel"]),
+        "actor_rollout_ref.rollout.gpu_memory_utilization": float(v["gpu_memory_utilization"]),
+        "actor_rollout_ref.rollout.enforce_eager": bool(v["vllm"]["enforce_eager"]),
+        "actor_rollout_ref.rollout.max_num_batched_tokens": int(v["vllm"]["max_num_batched_tokens"]),
+        "actor_rollout_ref.rollout.max_num_seqs": int(v["vllm"]["max_num_seqs"]),
+        # Held-out accuracy at checkpoints: greedy, one sample (the curve's `heldout_accuracy`).
+        "actor_rollout_ref.rollout.val_kwargs.temperature": float(v["val_temperature"]),
+        "actor_rollout_ref.rollout.val_kwargs.do_sample": float(v["val_temperature"]) > 0,
+        "actor_rollout_ref.rollout.val_kwargs.n": 1,
+        # Multi-turn samples are LoopTool-style prefixes (history in the prompt, reward on the next
+        # call), so no tool is executed during rollout: one generation per sample.
+        "actor_rollout_ref.rollout.multi_turn.enable": False,
+        "actor_rollout_ref.rollout.agent.default_agent_loop": "single_turn_agent",
+        "reward.custom_reward_function.path": REWARD_MODULE,
+        "reward.custom_reward_function.name": "compute_score",
+        "reward.reward_manager.name": "naive",
+        "trainer.logger": ["console", "file"],
+        "trainer.project_name": PROJECT,
+        "trainer.experiment_name": f"{run.get('setting', 'run')}-{run.get('variant', 'run')}",
+        "trainer.nnodes": nodes,
+        "trainer.n_gpus_per_node": int(v["gpus_per_node"]),
+        "trainer.total_epochs": int(run["epochs"]),
+        "trainer.save_freq": every,
+        "trainer.test_freq": every,
+        "trainer.val_before_train": True,
+        "trainer.critic_warmup": 0,
+        "trainer.balance_batch": True,
+        "trainer.default_local_dir": paths.checkpoints,
+        "trainer.max_actor_ckpt_to_keep": v["max_checkpoints_to_keep"],
+        # Snakemake removes a failed job's outputs, so there is never a checkpoint to resume from;
+        # without resuming, optimizer states (2/3 of a checkpoint) would only fill the disk.
+        "trainer.resume_mode": "disable",
+        "actor_rollout_ref.actor.checkpoint.save_contents": ["model", "extra"],
+        "trainer.validation_data_dir": paths.validation_dir,
+        "ray_kwargs.ray_init.num_cpus": v["ray_num_cpus"] if nodes == 1 else None,
+    }
+    out = [f"{k}={hydra_value(val)}" for k, val in ov.items()]
+    out += flat_overrides("toolcall", toolcall_section(run, paths, seed, geo), add=True)
+    extra = list(v["extra_overrides"] or [])
+    if any(not isinstance(x, str) or "=" not in x for x in extra):
+        raise VerlConfigError(f"train.verl.extra_overrides must be 'key=value' strings, got {extra}")
+    return out + extra
+
+
+def overrides_text(overrides: list[str]) -> str:
+    """One override a line: the file the launch scripts hand to `python -m toolcall_repro.engines.verl`."""
+    return "".join(f"{o}\n" for o in overrides)
+
+
+def read_overrides(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]

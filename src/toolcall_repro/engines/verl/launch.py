@@ -1,0 +1,233 @@
+"""The two ends of a verl training job around `main.train`: prepare the inputs, collect the outputs.
+
+prepare:  our parquets -> verl's RL parquets (+ data report), the Hydra override file, `run.json`;
+          the override file is composed against verl's config schema and validated before any GPU
+          or Ray process starts, so a bad config fails on the login node in seconds.
+finalize: verl's JSONL log -> `metrics.jsonl`, `curve.jsonl`, `summary.json` (GPU-hours from the job's
+          wall-clock x GPUs); the last FSDP checkpoint -> `final/` (a Hugging Face model directory).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from toolcall_repro.engines.verl import hydra
+from toolcall_repro.engines.verl.data import ChatMessages, Render, to_verl_rows, verl_table
+from toolcall_repro.engines.verl.metrics import convert, read_log, summary
+
+RUN_JSON = "run.json"
+OVERRIDES = "overrides.txt"
+DATA_REPORT = "data_report.json"
+
+
+def training_protocol_fns(tokenizer) -> tuple[ChatMessages, Render]:
+    """The training protocol's chat messages (what verl templates) and its `render` (the check)."""
+    from toolcall_repro import protocol
+    from toolcall_repro.engines.local.prompts import training_protocol
+
+    if not hasattr(protocol, "chat_messages"):
+        raise RuntimeError(
+            "toolcall_repro.protocol.chat_messages(messages, tools, protocol) -> [{'role', 'content'}] is "
+            "needed: verl applies the chat template itself, so it takes messages, not rendered text"
+        )
+    proto = training_protocol()
+    return (
+        lambda messages, tools: protocol.chat_messages(messages, tools, proto),
+        lambda messages, tools: protocol.render(messages, tools, proto, tokenizer),
+    )
+
+
+def _finite(obj: object) -> object:
+    """NaN (an undefined ratio, e.g. coverage of an empty set) becomes null in JSON."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, Mapping):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _write_json(path: Path, obj: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(_finite(obj), indent=1, sort_keys=True, allow_nan=False) + "\n")
+    tmp.replace(path)
+
+
+def _write_parquet(rows: list[dict], path: str) -> None:
+    import pyarrow.parquet as pq
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    tmp = f"{path}.tmp"
+    pq.write_table(verl_table(rows), tmp)
+    Path(tmp).replace(path)
+
+
+def split_config(config: Mapping, verl_config: Mapping | None, nodes: int | None, gpus_per_node: int | None):
+    """(run config, train.verl) from the rule's JSON; `verl` may ride inside the run config."""
+    run = dict(config)
+    verl = dict(run.pop("verl", None) or {})
+    verl.update(verl_config or {})
+    if nodes is not None:
+        verl["nodes"] = int(nodes)
+    if gpus_per_node is not None:
+        verl["gpus_per_node"] = int(gpus_per_node)
+    return run, hydra.merged_verl(verl)
+
+
+def prepare(
+    *,
+    train: str,
+    heldout: str,
+    base: str,
+    config: Mapping,
+    out: str,
+    seed: int,
+    nodes: int | None = None,
+    gpus_per_node: int | None = None,
+    verl_config: Mapping | None = None,
+    chat_messages: ChatMessages | None = None,
+    render: Render | None = None,
+    tokenizer=None,
+    validate: bool = True,
+) -> list[str]:
+    """Write `<out>/verl/{train,heldout}.parquet, data_report.json, overrides.txt, run.json`.
+
+    `chat_messages` and `render` default to the training protocol's (tests pass their own).
+    """
+    from toolcall_repro.data.schema import read_samples
+
+    run, verl = split_config(config, verl_config, nodes, gpus_per_node)
+    paths = hydra.RunPaths.under(str(Path(out).resolve()), str(Path(base).resolve()))
+    overrides = hydra.build_overrides(run, verl, paths, seed)  # fails fast on a bad geometry
+    if tokenizer is None:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(base)
+    if chat_messages is None:
+        chat_messages, render = training_protocol_fns(tokenizer)
+    max_prompt = int(run["max_prompt_tokens"])
+    report = {}
+    for name, src, dst, limit in (
+        ("train", train, paths.train_files, None),
+        ("heldout", heldout, paths.val_files, run.get("heldout_size")),
+    ):
+        samples = [s.row() for s in read_samples(src)]
+        rows, rep = to_verl_rows(samples, chat_messages, tokenizer, max_prompt, limit=limit, render=render)
+        if not rows:
+            raise ValueError(f"{name}: no sample left of {rep.rows_in} ({rep.as_dict()['dropped_counts']})")
+        _write_parquet(rows, dst)
+        report[name] = rep.as_dict()
+    work = Path(paths.log_jsonl).parent
+    _write_json(work / DATA_REPORT, report)
+    if validate:
+        from toolcall_repro.engines.verl.main import check_config, compose_config
+
+        check_config(compose_config(overrides))
+    (work / OVERRIDES).write_text(hydra.overrides_text(overrides))
+    geo = hydra.geometry(run, verl)
+    _write_json(
+        work / RUN_JSON,
+        {"run": run, "verl": verl, "seed": int(seed), "paths": vars(paths), "geometry": vars(geo)},
+    )
+    return overrides
+
+
+def latest_actor_checkpoint(checkpoints: str | Path) -> Path:
+    """`global_step_<N>/actor` named by verl's `latest_checkpointed_iteration.txt`."""
+    tracker = Path(checkpoints) / "latest_checkpointed_iteration.txt"
+    if not tracker.is_file():
+        raise FileNotFoundError(f"{tracker} is missing: the run saved no checkpoint")
+    step = int(tracker.read_text().strip())
+    actor = Path(checkpoints) / f"global_step_{step}" / "actor"
+    if not actor.is_dir():
+        raise FileNotFoundError(f"{actor} is missing although {tracker} names step {step}")
+    return actor
+
+
+def merge_checkpoint(actor_dir: Path, target: Path) -> None:
+    """FSDP shards -> one Hugging Face directory with verl's own merger (CPU is enough)."""
+    cmd = [sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp"]
+    cmd += ["--local_dir", str(actor_dir), "--target_dir", str(target)]
+    subprocess.run(cmd, check=True)
+
+
+def finalize(*, out: str, job_start_s: float, merge: bool = True, now=time.time) -> dict:
+    """Write `metrics.jsonl`, `curve.jsonl`, `final/` and, last, `summary.json` under `out`.
+
+    The summary's wall-clock runs from the job's start (`job_start_s`, Unix seconds) to the end of the
+    merge: the whole time the job held its GPUs.
+    """
+    from toolcall_repro.engines.verl.adapter import make_streak_filter
+
+    out_dir = Path(out)
+    work = out_dir / "verl"
+    info = json.loads((work / RUN_JSON).read_text())
+    paths, verl, run = info["paths"], info["verl"], info["run"]
+    n_gpus = int(verl["nodes"]) * int(verl["gpus_per_node"])
+    records = read_log(Path(paths["log_jsonl"]).read_text().splitlines())
+    final_val = Path(paths["final_validation"])
+    final = json.loads(final_val.read_text()) if final_val.is_file() else None
+    metrics, curve = convert(records, n_gpus, final)
+    filter_stats = None
+    state = Path(paths["filter_state"])
+    if state.is_file():
+        streak = make_streak_filter(run.get("filter"), int(info["seed"]))
+        streak.load_state_dict(json.loads(state.read_text()))
+        filter_stats = streak.stats()
+    for name, lines in (("metrics.jsonl", metrics), ("curve.jsonl", curve)):
+        text = "".join(json.dumps(line, sort_keys=True, allow_nan=False) + "\n" for line in lines)
+        tmp = out_dir / f"{name}.tmp"
+        tmp.write_text(text)
+        tmp.replace(out_dir / name)
+    data_report = json.loads((work / DATA_REPORT).read_text())
+    if merge:
+        merge_checkpoint(latest_actor_checkpoint(paths["checkpoints"]), out_dir / "final")
+    wall_clock_s = now() - float(job_start_s)
+    if wall_clock_s < 0:
+        raise ValueError(f"job start {job_start_s} lies in the future")
+    result = summary(
+        metrics,
+        curve,
+        wall_clock_s=wall_clock_s,
+        nodes=int(verl["nodes"]),
+        gpus_per_node=int(verl["gpus_per_node"]),
+        run=run,
+        data_report=data_report,
+        filter_stats=filter_stats,
+    )
+    _write_json(out_dir / "summary.json", result)
+    return result
+
+
+def wait_for_ray(address: str, nodes: int, gpus: int, timeout_s: float, poll_s: float = 5.0) -> None:
+    """Block until the cluster at `address` has `nodes` live nodes and `gpus` GPUs, or fail."""
+    import ray
+
+    deadline = time.monotonic() + timeout_s
+    seen, last_error = (0, 0.0), None
+    while time.monotonic() < deadline:
+        try:
+            ray.init(address=address, logging_level="ERROR")
+            try:
+                alive = [n for n in ray.nodes() if n.get("Alive")]
+                seen = (len(alive), float(ray.cluster_resources().get("GPU", 0.0)))
+            finally:
+                ray.shutdown()
+            if seen[0] >= nodes and seen[1] >= gpus:
+                print(f"ray at {address}: {seen[0]} node(s), {seen[1]:g} GPU(s)")
+                return
+        except Exception as e:  # the head is not up yet: Ray raises several kinds for that
+            last_error = e
+        time.sleep(poll_s)
+    raise TimeoutError(
+        f"ray at {address}: {seen[0]} node(s), {seen[1]:g} GPU(s) after {timeout_s}s, wanted {nodes} and {gpus}"
+        f" (last error: {last_error!r})"
+    )

@@ -1,0 +1,116 @@
+"""Helpers of the verl CPU tests: a chat template, samples, run configs (no verl import here)."""
+
+from __future__ import annotations
+
+import json
+
+CHAT_TEMPLATE = (
+    "{%- for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{%- endfor %}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}"
+)
+TOOLS = [
+    {
+        "name": "get_weather",
+        "description": "Weather of a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }
+]
+
+
+def chat_messages(messages: list[dict], tools: list[dict]) -> list[dict]:
+    """A stand-in for the protocol's training rendering: tools in the system prompt, history as is."""
+    system = {"role": "system", "content": "Tools: " + json.dumps(tools, sort_keys=True)}
+    return [system] + [{"role": m["role"], "content": m["content"]} for m in messages]
+
+
+def make_sample(i: int, setting: str = "single_turn", words: int = 1):
+    from toolcall_repro.data.schema import Sample
+
+    messages = [{"role": "user", "content": "weather " * words + f"in city{i}?"}]
+    if setting == "multi_turn":
+        messages = [
+            {"role": "user", "content": f"weather in town{i}?"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"name": "get_weather", "arguments": {"city": f"town{i}"}}],
+            },
+            {"role": "tool", "content": '{"temp": 3}'},
+            {"role": "user", "content": f"and in city{i}?"},
+        ]
+    return Sample.build(
+        id=f"xlam:{i}",
+        source="xlam",
+        setting=setting,
+        tools=TOOLS,
+        messages=messages,
+        ground_truth=[{"name": "get_weather", "arguments": {"city": f"city{i}"}}],
+    )
+
+
+def run_config(**changes) -> dict:
+    """A paper-like run config scaled down (the train_grpo rule's JSON)."""
+    cfg = {
+        "setting": "single_turn",
+        "variant": "efficient",
+        "lr": 1e-6,
+        "batch_size": 4,
+        "n": 4,
+        "temperature": 0.7,
+        "top_p": 1.0,
+        "max_prompt_tokens": 512,
+        "max_new_tokens": 64,
+        "epochs": 3,
+        "clip_low": 0.2,
+        "clip_high": 0.28,
+        "loss_agg": "token-mean",
+        "checkpoint_every": 2,
+        "heldout_size": 3,
+        "filter": {"k": 1, "probe_every": 2, "probe_fraction": 0.0, "semantics": "temporary"},
+        "downsample": {"m": 2, "selection": "max_variance", "advantage_scope": "group"},
+    }
+    cfg.update(changes)
+    return cfg
+
+
+def step_batch(groups: dict[str, list[float]], prompt_len: int = 5, response_len: int = 7, seed: int = 0):
+    """One step's batch as verl's fit() hands it to `_update_actor`: n rows per prompt, interleaved,
+    with uid, extra_info, rewards on the last response token and verl's own GRPO advantages."""
+    import numpy as np
+    import torch
+    from verl import DataProto
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    gen = torch.Generator().manual_seed(seed)
+    uids, extra, rewards, reasons = [], [], [], []
+    for g, (sample_id, rs) in enumerate(groups.items()):
+        for r in rs:
+            uids.append(f"uid-{g}")
+            extra.append({"id": sample_id, "index": g})
+            rewards.append(float(r))
+            reasons.append("correct" if r >= 1.0 else "wrong_args")
+    rows = len(rewards)
+    lengths = torch.randint(1, response_len + 1, (rows,), generator=gen)
+    response_mask = (torch.arange(response_len)[None, :] < lengths[:, None]).long()
+    prompt_mask = torch.ones(rows, prompt_len, dtype=torch.long)
+    attention_mask = torch.cat([prompt_mask, response_mask], dim=1)
+    scores = torch.zeros(rows, response_len)
+    scores[torch.arange(rows), lengths - 1] = torch.tensor(rewards)
+    batch = DataProto.from_single_dict(
+        {
+            "prompts": torch.randint(0, 50, (rows, prompt_len), generator=gen),
+            "responses": torch.randint(0, 50, (rows, response_len), generator=gen),
+            "input_ids": torch.randint(0, 50, (rows, prompt_len + response_len), generator=gen),
+            "attention_mask": attention_mask,
+            "response_mask": response_mask,
+            "token_level_scores": scores,
+            "token_level_rewards": scores.clone(),
+            "old_log_probs": -torch.rand(rows, response_len, generator=gen),
+            "uid": np.array(uids, dtype=object),
+            "extra_info": np.array(extra, dtype=object),
+            "reason": np.array(reasons, dtype=object),
+        },
+        meta_info={"global_token_num": attention_mask.sum(-1).tolist(), "temperature": 1.0},
+    )
+    n = len(next(iter(groups.values())))
+    return compute_advantage(batch, adv_estimator="grpo", num_repeat=n)

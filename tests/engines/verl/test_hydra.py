@@ -1,0 +1,131 @@
+"""The generated overrides compose against verl's own config schema and pass verl's validation."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.verl
+pytest.importorskip("verl", reason="verl lives in .venv-verl only (scripts/install-verl-env.sh)")
+
+from _verl_helpers import run_config  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
+
+from toolcall_repro.engines.verl import hydra  # noqa: E402
+from toolcall_repro.engines.verl.main import check_config, compose_config  # noqa: E402
+
+PAPER = {
+    "single_turn": run_config(
+        setting="single_turn",
+        batch_size=128,
+        n=8,
+        temperature=0.7,
+        max_prompt_tokens=2048,
+        max_new_tokens=1024,
+        epochs=10,
+        downsample={"m": 4, "selection": "max_variance", "advantage_scope": "group"},
+    ),
+    "multi_turn": run_config(
+        setting="multi_turn",
+        batch_size=256,
+        n=16,
+        temperature=1.0,
+        max_prompt_tokens=4096,
+        max_new_tokens=2048,
+        epochs=4,
+        downsample={"m": 8, "selection": "max_variance", "advantage_scope": "subset"},
+    ),
+}
+EIGHT_GPUS = {"nodes": 1, "gpus_per_node": 8, "ray_num_cpus": 64}
+
+
+def paths(tmp_path):
+    return hydra.RunPaths.under(
+        str(tmp_path / "train" / "single_turn" / "efficient"), "/models/Qwen2.5-3B-Instruct"
+    )
+
+
+@pytest.mark.parametrize("setting", sorted(PAPER))
+def test_paper_settings_compose_and_validate(tmp_path, setting):
+    run = PAPER[setting]
+    cfg = compose_config(hydra.build_overrides(run, EIGHT_GPUS, paths(tmp_path), seed=3))
+    check_config(cfg)  # verl's validate_config + its dataclasses
+    actor, rollout = cfg.actor_rollout_ref.actor, cfg.actor_rollout_ref.rollout
+    assert actor.optim.lr == pytest.approx(1e-6)
+    assert (actor.clip_ratio_low, actor.clip_ratio_high) == (0.2, 0.28)
+    assert actor.loss_agg_mode == "token-mean" and actor.entropy_coeff == 0 and actor.use_kl_loss is False
+    assert cfg.algorithm.use_kl_in_reward is False and cfg.algorithm.adv_estimator == "grpo"
+    assert cfg.data.train_batch_size == run["batch_size"] and rollout.n == run["n"]
+    assert (
+        rollout.temperature == run["temperature"] and cfg.data.max_prompt_length == run["max_prompt_tokens"]
+    )
+    assert cfg.trainer.total_epochs == run["epochs"] and cfg.trainer.use_v1 is False
+    assert list(cfg.trainer.logger) == ["console", "file"]
+    assert cfg.trainer.default_local_dir.startswith(str(tmp_path / "train"))
+    assert cfg.toolcall.log_jsonl.startswith(str(tmp_path / "train"))
+    assert cfg.toolcall.downsample.m == run["downsample"]["m"]
+    assert cfg.toolcall.scaled_mini_batch_size * run["n"] == run["batch_size"] * run["downsample"]["m"]
+    assert OmegaConf.to_container(cfg.toolcall.filter) == run["filter"]
+    assert cfg.ray_kwargs.ray_init.num_cpus == 64
+    assert list(cfg.actor_rollout_ref.actor.checkpoint.save_contents) == ["model", "extra"]
+
+
+def test_reward_function_loads_through_verl(tmp_path):
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    cfg = compose_config(hydra.build_overrides(run_config(), {"gpus_per_node": 4}, paths(tmp_path), seed=0))
+    fn = get_custom_reward_fn(cfg)
+    out = fn(
+        data_source="single_turn",
+        solution_str='<think>\nok\n</think>\n<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>',
+        ground_truth='[{"name": "f", "arguments": {"a": 1}}]',
+        extra_info={"setting": "single_turn"},
+    )
+    assert out["score"] == 1.0 and out["acc"] == 1.0
+
+
+def test_vanilla_variant_has_null_sections_and_several_nodes_leave_ray_cpus_to_ray(tmp_path):
+    run = run_config(filter=None, downsample=None)
+    cfg = compose_config(
+        hydra.build_overrides(run, {"nodes": 2, "gpus_per_node": 4}, paths(tmp_path), seed=0)
+    )
+    check_config(cfg)
+    assert cfg.toolcall.filter is None and cfg.toolcall.downsample is None
+    assert cfg.trainer.nnodes == 2 and cfg.ray_kwargs.ray_init.num_cpus is None
+
+
+def test_awkward_paths_survive_the_override_grammar(tmp_path):
+    out = tmp_path / "a b'c=d,[e]"
+    p = hydra.RunPaths.under(str(out), "/m/it's here")
+    cfg = compose_config(hydra.build_overrides(run_config(), {"gpus_per_node": 4}, p, seed=0))
+    assert cfg.data.train_files == p.train_files
+    assert cfg.actor_rollout_ref.model.path == "/m/it's here"
+
+
+def test_extra_overrides_reach_the_config(tmp_path):
+    verl = {"gpus_per_node": 4, "extra_overrides": ["actor_rollout_ref.rollout.max_model_len=9000"]}
+    cfg = compose_config(hydra.build_overrides(run_config(), verl, paths(tmp_path), seed=0))
+    assert cfg.actor_rollout_ref.rollout.max_model_len == 9000
+
+
+@pytest.mark.parametrize(
+    ("run", "verl", "message"),
+    [
+        (run_config(n=1, downsample=None), {}, "n >= 2"),
+        (run_config(downsample={"m": 5}), {}, "downsample.m"),
+        (run_config(batch_size=6), {"ppo_mini_batch_size": 4}, "multiple of ppo_mini_batch_size"),
+        (run_config(n=8, downsample={"m": 3}), {"ppo_mini_batch_size": 2}, "multiple of n"),
+        (run_config(batch_size=2, n=4, downsample={"m": 2}), {"gpus_per_node": 8}, "data-parallel"),
+        (run_config(), {"gpus_per_node": 4, "tensor_parallel": 3}, "tensor_parallel"),
+        (run_config(), {"gpu_count": 8}, "unknown keys"),
+        (run_config(loss_agg="sum"), {}, "loss_agg"),
+        (run_config(downsample={"m": 2, "selection": "best"}), {}, "selection"),
+    ],
+)
+def test_bad_geometry_is_named_before_any_gpu_starts(tmp_path, run, verl, message):
+    with pytest.raises(hydra.VerlConfigError, match=message):
+        hydra.build_overrides(run, {"gpus_per_node": 4, **verl}, paths(tmp_path), seed=0)
+
+
+def test_overrides_file_round_trip():
+    overrides = ["a=1", "+toolcall.x='y z'"]
+    assert hydra.read_overrides("# comment\n" + hydra.overrides_text(overrides)) == overrides

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# One verl training job (the train_grpo rule at paper scale): prepare -> train -> finalize.
+#   launch_verl.sh --train T.parquet --heldout H.parquet --base MODEL_DIR --config RUN_JSON --out DIR
+#                  --seed S --nodes N --gpus-per-node G [--verl-config VERL_JSON]   (--verl: same)
+# One node: verl starts Ray itself (launch_verl_single_node.sh). Several nodes: a Ray head and workers
+# are started with srun inside the SLURM allocation first (launch_verl_multi_node.sh).
+# VERL_PYTHON names the interpreter of the verl environment (default: `python` on PATH).
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PY=${VERL_PYTHON:-python}
+JOB_START=$(date +%s)
+
+PREPARE=()
+OUT="" NODES=1 GPUS=""
+while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || { echo "launch_verl.sh: $1 needs a value" >&2; exit 2; }
+  case "$1" in
+    --out) OUT=$2 ;;
+    --nodes) NODES=$2 ;;
+    --gpus-per-node) GPUS=$2 ;;
+    --train|--heldout|--base|--config|--seed|--verl-config) ;;
+    --verl) set -- --verl-config "${@:2}" ;;
+    *) echo "launch_verl.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  PREPARE+=("$1" "$2")
+  shift 2
+done
+[ -n "$OUT" ] && [ -n "$GPUS" ] || { echo "launch_verl.sh: --out and --gpus-per-node are required" >&2; exit 2; }
+mkdir -p "$OUT"
+
+echo "[launch_verl] prepare: $(date -Is)"
+"$PY" -m toolcall_repro.engines.verl prepare "${PREPARE[@]}"
+
+echo "[launch_verl] train on $NODES node(s) x $GPUS GPU(s): $(date -Is)"
+if [ "$NODES" -le 1 ]; then
+  bash "$HERE/launch_verl_single_node.sh" "$OUT"
+else
+  bash "$HERE/launch_verl_multi_node.sh" "$OUT" "$NODES" "$GPUS"
+fi
+
+echo "[launch_verl] finalize: $(date -Is)"
+# GPU-hours = the job's wall-clock so far (prepare + Ray + training) x its GPUs; finalize adds the merge.
+"$PY" -m toolcall_repro.engines.verl finalize --out "$OUT" --job-start-s "$JOB_START"

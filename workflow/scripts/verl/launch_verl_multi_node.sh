@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# verl over NODES nodes of this SLURM allocation: a Ray head on the first node, a Ray worker on each
+# other node (srun, one step each, --overlap so they share the allocation with this script), then the
+# verl driver here, joined to that cluster through RAY_ADDRESS. Ray is stopped on exit.
+#   launch_verl_multi_node.sh OUT_DIR NODES GPUS_PER_NODE
+# Snakemake's slurm jobstep strips SLURM_* except SLURM_JOB_ID from a job's environment, so the node
+# list comes from scontrol when SLURM_JOB_NODELIST is gone.
+set -euo pipefail
+OUT=${1:?usage: launch_verl_multi_node.sh OUT_DIR NODES GPUS_PER_NODE}
+NODES=${2:?nodes}
+GPUS=${3:?gpus per node}
+PY=${VERL_PYTHON:-python}
+RAY_PORT=${VERL_RAY_PORT:-6379}
+CPUS=${VERL_RAY_CPUS_PER_NODE:-$(nproc)}
+WAIT_S=${VERL_RAY_WAIT_S:-600}
+: "${SLURM_JOB_ID:?multi-node verl runs inside a SLURM allocation (SLURM_JOB_ID is unset)}"
+
+NODELIST=${SLURM_JOB_NODELIST:-$(scontrol show job "$SLURM_JOB_ID" | tr ' ' '\n' | sed -n 's/^NodeList=//p' | head -n 1)}
+mapfile -t HOSTS < <(scontrol show hostnames "$NODELIST")
+if [ "${#HOSTS[@]}" -lt "$NODES" ]; then
+  echo "launch_verl_multi_node.sh: allocation has ${#HOSTS[@]} node(s) ($NODELIST), $NODES needed" >&2
+  exit 1
+fi
+HEAD=${HOSTS[0]}
+STEP=(srun --overlap --nodes=1 --ntasks=1 --cpus-per-task="$CPUS" --gpus-per-node="$GPUS")
+HEAD_IP=$("${STEP[@]}" -w "$HEAD" hostname --ip-address | awk '{print $1}')
+ADDRESS="$HEAD_IP:$RAY_PORT"
+echo "[multi_node] head $HEAD ($ADDRESS), workers ${HOSTS[*]:1:$((NODES - 1))}"
+
+PIDS=()
+cleanup() {
+  for host in "${HOSTS[@]:0:$NODES}"; do
+    srun --overlap --nodes=1 --ntasks=1 -w "$host" "$PY" -m ray.scripts.scripts stop --force >/dev/null 2>&1 || true
+  done
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+"${STEP[@]}" -w "$HEAD" "$PY" -m ray.scripts.scripts start --head --node-ip-address="$HEAD_IP" \
+  --port="$RAY_PORT" --num-cpus="$CPUS" --num-gpus="$GPUS" --block &
+PIDS+=($!)
+"$PY" -m toolcall_repro.engines.verl wait-ray --address "$ADDRESS" --nodes 1 --gpus 0 --timeout-s "$WAIT_S"
+for host in "${HOSTS[@]:1:$((NODES - 1))}"; do
+  "${STEP[@]}" -w "$host" "$PY" -m ray.scripts.scripts start --address="$ADDRESS" \
+    --num-cpus="$CPUS" --num-gpus="$GPUS" --block &
+  PIDS+=($!)
+done
+"$PY" -m toolcall_repro.engines.verl wait-ray --address "$ADDRESS" --nodes "$NODES" \
+  --gpus "$((NODES * GPUS))" --timeout-s "$WAIT_S"
+
+export RAY_ADDRESS="$ADDRESS"
+"$PY" -m toolcall_repro.engines.verl train --out "$OUT"
