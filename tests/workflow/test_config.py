@@ -1,10 +1,10 @@
 """The config schema: good configs pass, a bad one fails before any job with the key named."""
 
+from pathlib import Path
+
 import pytest
 import yaml
 from snakemake.utils import validate
-
-from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = str(REPO / "workflow" / "schemas" / "config.schema.yaml")

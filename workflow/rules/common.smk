@@ -204,6 +204,15 @@ def protocol_spec(protocol, seed):
     }
 
 
+def bfcl_limit_arg():
+    """evaluate.bfcl.limit as the CLI takes it: N, or N,category=M for per-category caps (0 = all)."""
+    limit = config["evaluate"]["bfcl"]["limit"]
+    if isinstance(limit, dict):
+        caps = [f"{k}={v or 0}" for k, v in sorted(limit.items()) if k != "default"]
+        return ",".join([str(limit.get("default") or 0), *caps])
+    return str(limit or 0)
+
+
 def study_jobs(study):
     spec = config["evaluate"]["studies"][study]
     seeds = spec.get("seeds", config["evaluate"]["seeds"])

@@ -43,7 +43,7 @@ rule score_bfcl:
         seeds=lambda w: as_json({"eval": int(w.seed)}),
         protocol=lambda w: as_json(protocol_spec(w.protocol, w.seed)),
         categories=",".join(subtree("evaluate", "bfcl", "categories")),
-        limit=subtree("evaluate", "bfcl", "limit") or 0,
+        limit=bfcl_limit_arg(),
         backend=config["engines"]["generation"],
         work=lambda w, output: os.path.splitext(output.score)[0] + ".work",
     shell:

@@ -1,0 +1,168 @@
+"""`python -m toolcall_repro.eval.bfcl {generate,score,run,summarise}`: one process per (model, protocol, seed).
+
+bfcl-eval reads BFCL_PROJECT_ROOT when first imported (and creates folders there), so this module sets
+it to a private temporary folder before importing anything from bfcl-eval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+
+def parse_limit(text: str) -> int | dict:
+    """`--limit`: "N" for every category, or "N,category=M,..." with per-category caps (0 = all)."""
+    parts = [p.strip() for p in str(text).split(",") if p.strip()]
+    if len(parts) == 1 and "=" not in parts[0]:
+        return int(parts[0])
+    limits: dict = {}
+    for part in parts:
+        key, sep, value = part.partition("=")
+        if sep:
+            limits[key.strip()] = int(value)
+        else:
+            limits["default"] = int(key)
+    return limits
+
+def _private_bfcl_root() -> str:
+    root = tempfile.mkdtemp(prefix="bfcl_root_")
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    os.environ["BFCL_PROJECT_ROOT"] = root
+    return root
+
+
+def parse_protocol(value: str, seed: int | None, backend: str | None):
+    """`--protocol` (inline JSON or a JSON/YAML file) -> (protocol id, Protocol). `id` names it in paths."""
+    from toolcall_repro.configarg import load_config_arg
+    from toolcall_repro.protocol import Protocol
+
+    spec = dict(load_config_arg(value))
+    protocol_id = str(spec.pop("id", spec.get("system_prompt", "protocol")))
+    for key, given in (("seed", seed), ("backend", backend)):
+        if given is None:
+            continue
+        if key in spec and spec[key] != given:
+            raise ValueError(f"--{key} {given!r} contradicts the protocol's {key} {spec[key]!r}")
+        spec[key] = given
+    return protocol_id, Protocol.from_dict(spec)
+
+
+def _categories(value: str) -> list[str]:
+    cats = [c.strip() for c in value.split(",") if c.strip()]
+    if not cats:
+        raise argparse.ArgumentTypeError("empty category list")
+    return cats
+
+
+def _add_generation_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model-dir", required=True, help="Hugging Face model folder (weights + tokenizer)")
+    p.add_argument("--model-tag", required=True, help="the model's name in results/ (e.g. base, rl-multi)")
+    p.add_argument(
+        "--protocol", required=True, help="protocol as inline JSON or a JSON/YAML file; 'id' names it"
+    )
+    p.add_argument(
+        "--seed", type=int, default=None, help="evaluation seed (must match the protocol's, if set)"
+    )
+    p.add_argument("--categories", type=_categories, required=True, help="comma-separated BFCL categories")
+    p.add_argument(
+        "--limit",
+        type=parse_limit,
+        default=0,
+        help="first N entries of each category (0 = all), or N,category=M,... with per-category caps",
+    )
+    p.add_argument("--backend", choices=("transformers", "vllm"), default=None)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (transformers backend)")
+    p.add_argument(
+        "--workers", type=int, default=None, help="entries in flight (vllm: default 64; transformers: 1)"
+    )
+    p.add_argument(
+        "--server-url", default=None, help="vllm: a running OpenAI-compatible server, e.g. http://h:8000/v1"
+    )
+    p.add_argument(
+        "--gpus", type=int, default=1, help="vllm: tensor-parallel size when this job starts the server"
+    )
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m toolcall_repro.eval.bfcl", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    g = sub.add_parser("generate", help="write BFCL result files (bfcl layout) + card.json")
+    _add_generation_args(g)
+    g.add_argument("--out", required=True, help="result folder to create (replaced atomically)")
+
+    s = sub.add_parser("score", help="score a result folder into one seed<k>.json score file")
+    s.add_argument("--results", required=True, help="folder written by `generate`")
+    s.add_argument("--protocol", default=None, help="if given, must equal the protocol of the results")
+    s.add_argument("--out", required=True, help="score JSON to write")
+
+    r = sub.add_parser("run", help="generate into --work-dir, then score into --out")
+    _add_generation_args(r)
+    r.add_argument("--work-dir", required=True, help="folder for the raw result files")
+    r.add_argument("--out", required=True, help="score JSON to write")
+
+    m = sub.add_parser(
+        "summarise", help="mean/std/per-seed over the seed score files of one (model, protocol)"
+    )
+    m.add_argument("--inputs", nargs="+", required=True)
+    m.add_argument("--out", required=True)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.cmd == "summarise":
+        from toolcall_repro.eval.bfcl.runner import write_json_atomic
+        from toolcall_repro.eval.bfcl.summary import summarise_seeds
+
+        docs = [json.loads(Path(f).read_text()) for f in args.inputs]
+        write_json_atomic(args.out, summarise_seeds(docs))
+        return 0
+
+    print(f"BFCL_PROJECT_ROOT={_private_bfcl_root()}", file=sys.stderr)
+    from toolcall_repro.eval.bfcl.generate import generate
+    from toolcall_repro.eval.bfcl.runner import score_run, write_json_atomic
+
+    if args.cmd == "score":
+        protocol = parse_protocol(args.protocol, None, None)[1] if args.protocol else None
+        doc = score_run(args.results, protocol)
+    else:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        protocol_id, protocol = parse_protocol(args.protocol, args.seed, args.backend)
+        out = Path(args.work_dir) / "results" if args.cmd == "run" else Path(args.out)
+        generate(
+            model_dir=args.model_dir,
+            model_tag=args.model_tag,
+            protocol=protocol,
+            protocol_id=protocol_id,
+            categories=args.categories,
+            limit=args.limit or None,
+            out_dir=out,
+            threads=args.threads,
+            workers=args.workers,
+            server_url=args.server_url,
+            gpus=args.gpus,
+            gpu_memory_utilization=args.gpu_memory_utilization,
+        )
+        if args.cmd == "generate":
+            return 0
+        doc = score_run(out, protocol)
+    write_json_atomic(args.out, doc)
+    s = doc["summary"]
+    print(json.dumps({k: s[k] for k in ("multi_turn", "single_turn_mean_nl_l", "avg", "inference_errors")}))
+    if s["inference_errors"]:
+        print(f"warning: {s['inference_errors']} entries failed at inference (see card)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Generation through an OpenAI-compatible server (vLLM at paper scale), as `bfcl generate` does it.
+
+Either bfcl-eval's own spin-up (`OSSHandler.spin_up_local_server` runs `vllm serve` on a free port and
+waits for it) or a server the workflow already started (`server_url`). Many entries run concurrently
+against it, so the server can batch; every request carries its own seed, so results do not depend on
+which requests happened to share a batch.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from openai import OpenAI
+
+from toolcall_repro.backends import Generation
+from toolcall_repro.eval.bfcl.handler import ProtocolQwenHandler
+from toolcall_repro.protocol import Protocol
+
+# Sampling is exactly the protocol's: switch off the model's own generation defaults (Qwen3 ships top_k=20).
+NEUTRAL_SAMPLING = {"top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def attach_server(
+    handler: ProtocolQwenHandler,
+    model_dir: str,
+    *,
+    server_url: str | None = None,
+    gpus: int = 1,
+    gpu_memory_utilization: float = 0.9,
+) -> None:
+    """Point `handler` at a running server (`server_url`, e.g. http://host:8000/v1) or start `vllm serve`.
+
+    Afterwards `handler.tokenizer` is the model's tokenizer and `handler.client` talks to the server;
+    call `handler.shutdown_local_server()` when done (a no-op for a server we did not start).
+    """
+    start = server_url is None
+    if start:
+        handler.local_server_port = free_port()  # several evaluation jobs may share a node
+        server_url = f"http://localhost:{handler.local_server_port}/v1"
+    handler.base_url = server_url
+    handler.client = OpenAI(base_url=server_url, api_key="EMPTY")
+    handler.spin_up_local_server(
+        num_gpus=gpus,
+        gpu_memory_utilization=gpu_memory_utilization,
+        backend="vllm",
+        skip_server_setup=not start,
+        local_model_path=model_dir,
+    )
+
+
+def server_generate_fn(client: Any, model: str, protocol: Protocol) -> Callable[[str, int], Generation]:
+    """(prompt text, seed) -> Generation via the server's /v1/completions (the prompt is already rendered)."""
+
+    def generate(prompt: str, seed: int) -> Generation:
+        response = client.completions.create(
+            model=model,
+            prompt=prompt,
+            temperature=protocol.temperature,
+            top_p=protocol.top_p,
+            max_tokens=protocol.max_tokens,
+            seed=seed,
+            extra_body={"skip_special_tokens": False, **NEUTRAL_SAMPLING},
+            timeout=72000,
+        )
+        choice = response.choices[0]
+        return Generation(
+            text=choice.text,
+            prompt_tokens=response.usage.prompt_tokens,
+            completion_tokens=response.usage.completion_tokens,
+            finish_reason="length" if choice.finish_reason == "length" else "stop",
+        )
+
+    return generate

@@ -1,0 +1,114 @@
+"""Test-wide setup: bfcl-eval and the Hub kept off shared folders and the network; one tiny Qwen2 model.
+
+pytest imports this file before any test module, so the environment below is in place before anything
+imports bfcl-eval (which reads BFCL_PROJECT_ROOT on first import and creates result/, score/ and
+.file_locks/ there, by default inside site-packages).
+"""
+
+import atexit
+import os
+import shutil
+import tempfile
+
+_BFCL_ROOT = tempfile.mkdtemp(prefix="bfcl_root_tests_")
+atexit.register(shutil.rmtree, _BFCL_ROOT, ignore_errors=True)
+os.environ.setdefault("BFCL_PROJECT_ROOT", _BFCL_ROOT)
+os.environ["HF_HUB_OFFLINE"] = "1"  # tests build their models locally; never download
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(1)  # the machine's cores are shared
+
+# <|im_end|> first, so it gets id 0: a model whose logits are all equal picks it under greedy decoding
+SPECIAL = [
+    "<|im_end|>",
+    "<|im_start|>",
+    "<|endoftext|>",
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+]
+CORPUS = [
+    "What is the weather in Paris? Rome? Oslo?",
+    '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+    "[get_weather(city='Paris')] 0123456789 abcdefghijklmnopqrstuvwxyz",
+    "Find the area of a triangle with a base of 10 units. cd ls mkdir",
+    '[calculate_triangle_area(base=10, height=5)] {"name": "cd", "arguments": {"folder": "a"}}',
+    "system user assistant tool response You can call functions described in JSON",
+    "You are an expert in composing functions.",
+]
+
+
+def _tokenizer():
+    # imported here: most tests never build a model, and transformers is slow to import
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from toolcall_repro.protocol import load_chat_template
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    backend.train_from_iterator(CORPUS, trainer)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token=None
+    )
+    tok.chat_template = load_chat_template()
+    return tok
+
+
+def _save_tiny(directory, *, stop_at_once: bool):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    tok = _tokenizer()
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32768,  # BFCL multi-turn prompts run to tens of thousands of tokens
+        tie_word_embeddings=False,
+    )
+    model = Qwen2ForCausalLM(config)
+    if stop_at_once:
+        with torch.no_grad():
+            model.model.norm.weight.zero_()  # every logit 0: greedy picks id 0, <|im_end|>
+    model.save_pretrained(directory)
+    tok.save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen2(tmp_path_factory):
+    """`tiny_qwen2(stop_at_once=False)` -> folder of a random 2-layer Qwen2 + BPE tokenizer (built once each).
+
+    `stop_at_once=True`: all logits equal, so greedy decoding stops at once with <|im_end|>.
+    """
+    built = {}
+
+    def get(*, stop_at_once: bool = False):
+        if stop_at_once not in built:
+            name = "tiny_qwen2_stop" if stop_at_once else "tiny_qwen2"
+            built[stop_at_once] = _save_tiny(tmp_path_factory.mktemp(name), stop_at_once=stop_at_once)
+        return built[stop_at_once]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tiny_qwen2):
+    return tiny_qwen2()
+
+
+@pytest.fixture(scope="session")
+def stopping_model_dir(tiny_qwen2):
+    return tiny_qwen2(stop_at_once=True)

@@ -1,0 +1,168 @@
+"""The CLI end to end on a tiny random Qwen2 model: run (generate + score), score, summarise."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from toolcall_repro.eval.bfcl.__main__ import main, parse_protocol
+
+CATEGORIES = "simple_python,irrelevance,live_simple"
+PROTOCOL = {
+    "id": "default",
+    "system_prompt": "bfcl_default",
+    "template": "native",
+    "thinking": "drop",
+    "temperature": 0.7,
+    "top_p": 1.0,
+    "max_tokens": 8,
+    "backend": "transformers",
+}
+
+
+def _run_args(model_dir, work, out, seed):
+    return [
+        "run",
+        "--model-dir", str(model_dir),
+        "--model-tag", "base",
+        "--protocol", json.dumps({**PROTOCOL, "seed": seed}),
+        "--seed", str(seed),
+        "--categories", CATEGORIES,
+        "--limit", "2",
+        "--work-dir", str(work),
+        "--out", str(out),
+        "--threads", "1",
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def two_seeds(tiny_model_dir, tmp_path_factory):
+    root = tmp_path_factory.mktemp("bfcl_cli")
+    env = {**os.environ, "BFCL_PROJECT_ROOT": "/nonexistent/must-be-replaced"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolcall_repro.eval.bfcl", *_run_args(tiny_model_dir, root / "w0", root / "seed0.json", 0)],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    mp = pytest.MonkeyPatch()
+    mp.setenv("BFCL_PROJECT_ROOT", os.environ.get("BFCL_PROJECT_ROOT", ""))
+    try:
+        assert main(_run_args(tiny_model_dir, root / "w1", root / "seed1.json", 1)) == 0
+    finally:
+        mp.undo()
+    return root
+
+
+def test_score_file_follows_the_contract_and_carries_the_card(two_seeds):
+    doc = json.loads((two_seeds / "seed0.json").read_text())
+    assert set(doc) == {"card", "categories", "summary", "coverage"}
+    assert set(doc["categories"]) == set(CATEGORIES.split(","))
+    for cat in doc["categories"].values():
+        assert cat["total"] == 2 and 0 <= cat["correct"] <= 2
+        assert {e["id"] for e in cat["entries"]} and all(
+            {"id", "valid", "error"} <= set(e) for e in cat["entries"]
+        )
+    card = doc["card"]
+    assert card["protocol_id"] == "default" and card["seed"] == 0
+    assert (
+        card["system_prompt"]["id"] == "bfcl_default" and card["system_prompt"]["output_format"] == "python"
+    )
+    assert card["benchmark"]["limit"] == 2 and len(card["benchmark"]["data"]["sha256"]) == 64
+    assert "web_search_base" in card["benchmark"]["excluded_categories"]
+    assert card["user_simulator"] is None and len(card["model"]["checkpoint_sha256"]) == 64
+    assert set(card["aggregation"]["formulas"]) >= {"single_turn_mean_nl_l", "single_turn_weighted", "avg"}
+    assert doc["summary"]["multi_turn"] is None  # no multi-turn category in this run
+    assert not doc["coverage"]["non_live"]["complete"]
+    # the raw results are in bfcl's layout, next to the card
+    results = two_seeds / "w0" / "results"
+    assert (results / "toolcallrepro-base" / "non_live" / "BFCL_v4_simple_python_result.json").is_file()
+    assert not list(two_seeds.glob("w0/.results.tmp-*"))
+
+
+def test_summarise_gives_mean_std_per_seed(two_seeds):
+    out = two_seeds / "summary.json"
+    assert (
+        main(
+            [
+                "summarise",
+                "--inputs",
+                str(two_seeds / "seed0.json"),
+                str(two_seeds / "seed1.json"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    summary = json.loads(out.read_text())
+    assert summary["seeds"] == [0, 1]
+    per_seed = [json.loads((two_seeds / f"seed{s}.json").read_text())["summary"]["non_live"] for s in (0, 1)]
+    assert summary["metrics"]["non_live"]["per_seed"] == per_seed
+    assert summary["card"]["protocol_id"] == "default"
+
+
+def test_mean_input_tokens_is_the_mean_first_query_count_of_the_result_lines(two_seeds):
+    doc = json.loads((two_seeds / "seed0.json").read_text())
+    per_category = {}
+    for f in (two_seeds / "w0" / "results").rglob("BFCL_v4_*_result.json"):
+        lines = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        per_category[f.name.removeprefix("BFCL_v4_").removesuffix("_result.json")] = [
+            line["input_token_count"] for line in lines
+        ]
+    counts = [c for cs in per_category.values() for c in cs]
+    assert len(counts) == 6 and all(isinstance(c, int) and c > 0 for c in counts)
+    assert doc["summary"]["mean_input_tokens"] == pytest.approx(sum(counts) / len(counts))
+    for category, cs in per_category.items():
+        assert doc["categories"][category]["mean_input_tokens"] == pytest.approx(sum(cs) / len(cs))
+    assert "mean_input_tokens" in doc["card"]["aggregation"]["formulas"]
+    summary = two_seeds / "tokens_summary.json"
+    assert main(["summarise", "--inputs", str(two_seeds / "seed0.json"), str(two_seeds / "seed1.json"),
+                 "--out", str(summary)]) == 0  # fmt: skip
+    metric = json.loads(summary.read_text())["metrics"]["mean_input_tokens"]
+    # the first prompt does not depend on the sampling seed
+    assert metric["per_seed"] == [doc["summary"]["mean_input_tokens"]] * 2 and metric["std"] == 0.0
+
+
+def test_rescoring_is_deterministic_and_checks_the_protocol(two_seeds, monkeypatch):
+    monkeypatch.setenv("BFCL_PROJECT_ROOT", os.environ.get("BFCL_PROJECT_ROOT", ""))
+    again = two_seeds / "again.json"
+    results = two_seeds / "w0" / "results"
+    assert (
+        main(
+            [
+                "score",
+                "--results",
+                str(results),
+                "--protocol",
+                json.dumps({**PROTOCOL, "seed": 0}),
+                "--out",
+                str(again),
+            ]
+        )
+        == 0
+    )
+    first = json.loads((two_seeds / "seed0.json").read_text())
+    assert json.loads(again.read_text()) == first
+    with pytest.raises(ValueError, match="generated under protocol"):
+        main(
+            [
+                "score",
+                "--results",
+                str(results),
+                "--protocol",
+                json.dumps({**PROTOCOL, "seed": 1}),
+                "--out",
+                str(again),
+            ]
+        )
+
+
+def test_protocol_argument_checks():
+    pid, protocol = parse_protocol(json.dumps(PROTOCOL), 3, None)
+    assert pid == "default" and protocol.seed == 3 and protocol.output_format == "python"
+    with pytest.raises(ValueError, match="contradicts"):
+        parse_protocol(json.dumps({**PROTOCOL, "seed": 1}), 2, None)
+    with pytest.raises(ValueError, match="unknown protocol keys"):
+        parse_protocol(json.dumps({**PROTOCOL, "temprature": 1.0}), 0, None)

@@ -1,0 +1,97 @@
+"""The server path (vLLM at paper scale) against a fake OpenAI-compatible server: concurrency, seeds, sampling."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from toolcall_repro.eval.bfcl.generate import generate
+from toolcall_repro.eval.bfcl.handler import query_seed
+from toolcall_repro.eval.bfcl.runner import score_run
+from toolcall_repro.protocol import Protocol
+
+ANSWER = "[calculate_triangle_area(base=10, height=5)]"
+
+
+class FakeCompletions(BaseHTTPRequestHandler):
+    requests: list = []
+    lock = threading.Lock()
+
+    def _reply(self, body):
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):  # noqa: N802 - http.server's naming
+        self._reply({"object": "list", "data": [{"id": "tiny", "object": "model"}]})
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with self.lock:
+            self.requests.append(body)
+        # a model that knows one answer: the triangle entry gets it, everything else gets prose
+        text = ANSWER if "triangle with a base of 10" in body["prompt"] else "No function fits."
+        self._reply(
+            {
+                "id": "c",
+                "object": "text_completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "text": text, "finish_reason": "stop", "logprobs": None}],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
+            }
+        )
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture()
+def fake_server():
+    FakeCompletions.requests = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeCompletions)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def test_server_generation_is_concurrent_seeded_and_scored(tiny_model_dir, fake_server, tmp_path):
+    protocol = Protocol(
+        system_prompt="bfcl_default", backend="vllm", temperature=0.6, top_p=0.95, max_tokens=16, seed=7
+    )
+    out = generate(
+        model_dir=tiny_model_dir,
+        model_tag="served",
+        protocol=protocol,
+        protocol_id="default",
+        categories=["simple_python", "irrelevance"],
+        limit=3,
+        out_dir=tmp_path / "results",
+        workers=4,
+        server_url=fake_server,
+        log=lambda *_: None,
+    )
+    reqs = FakeCompletions.requests
+    assert len(reqs) == 6
+    assert {r["seed"] for r in reqs} == {
+        query_seed(7, f"{c}_{i}", 0) for c in ("simple_python", "irrelevance") for i in range(3)
+    }
+    assert all(r["temperature"] == 0.6 and r["top_p"] == 0.95 and r["max_tokens"] == 16 for r in reqs)
+    assert all(r["top_k"] == -1 and r["repetition_penalty"] == 1.0 for r in reqs)  # no model defaults
+    lines = (
+        (out / "toolcallrepro-served" / "non_live" / "BFCL_v4_simple_python_result.json")
+        .read_text()
+        .splitlines()
+    )
+    assert [json.loads(x)["id"] for x in lines] == ["simple_python_0", "simple_python_1", "simple_python_2"]
+    card = json.loads((out / "card.json").read_text())
+    assert card["generation_server"] == {"url": fake_server, "started_here": False, "workers": 4}
+
+    doc = score_run(out, protocol)
+    assert doc["categories"]["simple_python"]["correct"] == 1  # only entry 0 is the triangle
+    assert doc["categories"]["irrelevance"]["correct"] == 3
