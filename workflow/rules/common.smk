@@ -87,6 +87,45 @@ def manifest(rule_name, key="all"):
     return R("manifests", rule_name, f"{key}.json")
 
 
+# --- data ----------------------------------------------------------------------------------------------
+
+
+def synthetic_config(source):
+    """The generator's knobs for one source: rows, and rows made malformed on purpose."""
+    syn = config["data"]["synthetic"]
+    if source not in syn:
+        raise ValueError(
+            f"config data.synthetic.{source}: how many synthetic rows? (not set)"
+        )
+    return {"rows": syn[source], "malformed": syn["malformed_per_source"]}
+
+
+def data_files_arg(source):
+    """Local files for a source that is not on the Hub (e.g. Tool-N1's RL data)."""
+    files = subtree("data", "sources", source).get("data_files")
+    return f"--data-files {files}" if files else ""
+
+
+def tooln1_sources():
+    """Tool-N1's own RL rows when data.sources names them, else its ingredients: xLAM + ToolACE."""
+    return ["tooln1"] if "tooln1" in config["data"]["sources"] else ["xlam", "toolace"]
+
+
+def filter_steps():
+    """The chains the report merges; the Tool-N1 pool only when the DAG trains the filter policy."""
+    steps = ["single_turn", "multi_turn", "format_study"]
+    policies = {
+        config["model"].get("filter_policy"),
+        config["model"].get("filter_policy_multi_turn"),
+    }
+    return steps + (["pool_tooln1"] if "train" in policies else [])
+
+
+def reported_sources():
+    pooled = tooln1_sources() if "pool_tooln1" in filter_steps() else []
+    return SOURCES + [s for s in pooled if s not in SOURCES]
+
+
 # --- models ---------------------------------------------------------------------------------------------
 
 

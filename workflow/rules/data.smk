@@ -1,4 +1,5 @@
-# Data: raw sources (synthetic twins on the embedded default, the Hub at paper scale) -> normalised parquet.
+# Data: raw sources in their own schemas (synthetic twins on the embedded default, the Hub at paper
+# scale) -> normalised samples (one schema for both settings) + rejected rows, each with its reason.
 
 
 localrules:
@@ -7,34 +8,29 @@ localrules:
 
 if config["data"]["mode"] == "synthetic":
 
-    rule synthesize_sources:
+    rule synthesize_source:
         output:
-            raw=expand(R("data", "raw", "{source}.jsonl"), source=SOURCES),
-            manifest=manifest("synthesize_sources"),
+            raw=R("data", "raw", "{source}.jsonl"),
+            manifest=manifest("synthesize_source", "{source}"),
         log:
-            R("logs", "synthesize_sources.log"),
+            R("logs", "synthesize_source", "{source}.log"),
         benchmark:
-            R("benchmarks", "synthesize_sources.tsv")
+            R("benchmarks", "synthesize_source", "{source}.tsv")
         conda:
             "../envs/cpu.yaml"
         threads: 1
         resources:
             gpu=0,
         params:
-            cfg=as_json(
-                {
-                    "synthetic": subtree("data", "synthetic"),
-                    "seed": subtree("data", "seed"),
-                }
-            ),
+            cfg=lambda w: as_json(synthetic_config(w.source)),
             seeds=as_json({"data": subtree("data", "seed")}),
-            out_dir=lambda w, output: os.path.dirname(output.raw[0]),
+            seed=subtree("data", "seed"),
         shell:
-            "python -m toolcall_repro.provenance run --rule synthesize_sources --manifest {output.manifest:q}"
+            "python -m toolcall_repro.provenance run --rule synthesize_source --manifest {output.manifest:q}"
             " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
             " --gpus {resources.gpu} --"
-            " python -m toolcall_repro.data.synthetic --config {params.cfg:q}"
-            " --out-dir {params.out_dir} > {log} 2>&1"
+            " python -m toolcall_repro.data.synthetic --source {wildcards.source}"
+            " --config {params.cfg:q} --seed {params.seed} --out {output.raw} > {log} 2>&1"
 
 else:
 
@@ -45,6 +41,7 @@ else:
     rule download_source:
         output:
             raw=R("data", "raw", "{source}.jsonl"),
+            record=R("data", "raw", "{source}.jsonl.source.json"),
             manifest=manifest("download_source", "{source}"),
         log:
             R("logs", "download_source", "{source}.log"),
@@ -61,13 +58,14 @@ else:
             hub_id=lambda w: subtree("data", "sources", w.source)["hub_id"],
             revision=lambda w: subtree("data", "sources", w.source)["revision"],
             split=lambda w: subtree("data", "sources", w.source)["split"],
+            data_files=lambda w: data_files_arg(w.source),
         shell:
             "python -m toolcall_repro.provenance run --rule download_source --manifest {output.manifest:q}"
             " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
             " --gpus {resources.gpu} --"
             " python -m toolcall_repro.data.download --source {wildcards.source}"
             " --hub-id {params.hub_id} --revision {params.revision} --split {params.split}"
-            " --out {output.raw} > {log} 2>&1"
+            " {params.data_files} --out {output.raw} > {log} 2>&1"
 
 
 rule normalise_source:
@@ -76,6 +74,7 @@ rule normalise_source:
     output:
         samples=R("data", "normalised", "{source}.parquet"),
         rejects=R("data", "normalised", "{source}.rejects.jsonl"),
+        report=R("data", "normalised", "{source}.report.json"),
         manifest=manifest("normalise_source", "{source}"),
     log:
         R("logs", "normalise_source", "{source}.log"),
@@ -93,5 +92,6 @@ rule normalise_source:
         "python -m toolcall_repro.provenance run --rule normalise_source --manifest {output.manifest:q}"
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
         " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.data.sources --source {wildcards.source}"
-        " --raw {input.raw} --out {output.samples} --rejects {output.rejects} > {log} 2>&1"
+        " python -m toolcall_repro.data.normalise --source {wildcards.source}"
+        " --raw {input.raw} --out {output.samples} --rejects {output.rejects}"
+        " --report {output.report} > {log} 2>&1"

@@ -118,15 +118,16 @@ rule subset_format_study:
         " > {log} 2>&1"
 
 
-# Tool-N1's training data (xLAM + ToolACE, unfiltered) for the paper's 80-step filter policy.
+# Tool-N1's training data (unfiltered, with a held-out split) for the paper's 80-step filter policy.
 rule pool_tooln1:
     input:
         samples=expand(
-            R("data", "normalised", "{source}.parquet"), source=["xlam", "toolace"]
+            R("data", "normalised", "{source}.parquet"), source=tooln1_sources()
         ),
     output:
         train=R("data", "train", "tooln1.parquet"),
         heldout=R("data", "train", "heldout_tooln1.parquet"),
+        report=R("data", "filter", "pool_tooln1.json"),
         manifest=manifest("pool_tooln1"),
     log:
         R("logs", "pool_tooln1.log"),
@@ -147,18 +148,18 @@ rule pool_tooln1:
         " --gpus {resources.gpu} --"
         " python -m toolcall_repro.data.filters pool --inputs {input.samples}"
         " --config {params.cfg:q} --seed {params.seed} --out-train {output.train}"
-        " --out-heldout {output.heldout} > {log} 2>&1"
+        " --out-heldout {output.heldout} --report {output.report} > {log} 2>&1"
 
 
 rule report_filter:
     input:
-        steps=[
-            R("data", "filter", "single_turn.json"),
-            R("data", "filter", "multi_turn.json"),
-            R("data", "filter", "format_study.json"),
-        ],
+        steps=[R("data", "filter", f"{step}.json") for step in filter_steps()],
+        normalise=expand(
+            R("data", "normalised", "{source}.report.json"), source=reported_sources()
+        ),
         rejects=expand(
-            R("data", "normalised", "{source}.rejects.jsonl"), source=SOURCES
+            R("data", "normalised", "{source}.rejects.jsonl"),
+            source=reported_sources(),
         ),
     output:
         json=report(
@@ -189,4 +190,5 @@ rule report_filter:
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
         " --gpus {resources.gpu} --"
         " python -m toolcall_repro.data.report --steps {input.steps}"
-        " --rejects {input.rejects} --out-json {output.json} --out-md {output.md} > {log} 2>&1"
+        " --normalise {input.normalise} --rejects {input.rejects}"
+        " --out-json {output.json} --out-md {output.md} > {log} 2>&1"

@@ -1,0 +1,147 @@
+"""Download one raw source with `datasets` at a pinned revision and write it as JSONL in the source's own
+schema (the same files the synthetic twins write), plus a sidecar recording what was read.
+
+With `download model`, snapshot a Hub model (base, filter policy) into the results tree instead. These
+are the only steps that touch the network:
+
+    python -m toolcall_repro.data.download --source xlam --hub-id Salesforce/xlam-function-calling-60k \
+        --revision <commit sha> --split train --out data/raw/xlam.jsonl
+    python -m toolcall_repro.data.download model --hub-id Qwen/Qwen3-8B [--revision SHA] --out DIR
+
+Sidecar ``<out>.source.json``: hub id, requested and resolved revision, split, row count, columns, the
+sha256 of the JSONL written, and the sha256 of every file `datasets` read from its cache. For a source
+that is not on the Hub (e.g. Tool-N1's RL file) pass a builder and local files instead:
+``--hub-id json --data-files path/to/tool_n1.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from toolcall_repro.provenance import atomic_write_json, sha256_file
+
+LOCAL_BUILDERS = ("json", "parquet", "csv")
+
+
+def resolve_revision(hub_id: str, revision: str) -> str | None:
+    """The commit sha a branch or tag name points at now (None when offline or not a Hub dataset)."""
+    try:
+        from huggingface_hub import HfApi
+
+        return HfApi().dataset_info(hub_id, revision=revision).sha
+    except Exception:  # offline, gated or unknown: the requested revision is still recorded
+        return None
+
+
+def write_rows_jsonl(rows, out: str | Path) -> int:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    n = 0
+    with open(tmp, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            n += 1
+    os.replace(tmp, out)
+    return n
+
+
+def download(
+    source: str,
+    hub_id: str,
+    revision: str | None,
+    split: str,
+    out: str | Path,
+    data_files: list[str] | None = None,
+) -> dict:
+    from datasets import load_dataset
+
+    if data_files:
+        if hub_id not in LOCAL_BUILDERS:
+            raise ValueError(f"--data-files needs --hub-id one of {LOCAL_BUILDERS}, got {hub_id!r}")
+        dataset = load_dataset(hub_id, data_files=data_files, split=split)
+        read = {str(p): sha256_file(p) for p in data_files}
+        resolved = None
+    else:
+        dataset = load_dataset(hub_id, revision=revision, split=split)
+        read = {c["filename"]: sha256_file(c["filename"]) for c in dataset.cache_files}
+        resolved = resolve_revision(hub_id, revision) if revision else None
+    rows = write_rows_jsonl(dataset, out)
+    record = {
+        "source": source,
+        "hub_id": hub_id,
+        "revision": revision,
+        "resolved_revision": resolved,
+        "split": split,
+        "rows": rows,
+        "columns": list(dataset.column_names),
+        "out": str(out),
+        "out_sha256": sha256_file(out),
+        "files_read_sha256": read,
+        "download_checksums": getattr(dataset.info, "download_checksums", None),
+    }
+    atomic_write_json(sidecar_path(out), record)
+    return record
+
+
+def sidecar_path(out: str | Path) -> Path:
+    return Path(f"{out}.source.json")
+
+
+MODEL_RECORD = "download.json"
+
+
+def download_model(hub_id: str, revision: str | None, out: str | Path) -> dict:
+    """Snapshot a Hub model into the results tree; record the commit and each file's LFS sha256."""
+    from huggingface_hub import HfApi, snapshot_download
+
+    info = HfApi().model_info(hub_id, revision=revision, files_metadata=True)
+    snapshot_download(repo_id=hub_id, revision=info.sha, local_dir=str(out))
+    files = {
+        f.rfilename: (f.lfs.sha256 if f.lfs is not None else None)
+        for f in sorted(info.siblings or [], key=lambda f: f.rfilename)
+    }
+    record = {"hub_id": hub_id, "revision": revision, "resolved_revision": info.sha, "files_sha256": files}
+    atomic_write_json(Path(out) / MODEL_RECORD, record)
+    return record
+
+
+def model_main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m toolcall_repro.data.download model")
+    parser.add_argument("--hub-id", required=True)
+    parser.add_argument("--revision", default=None, help="commit sha to pin (default: the main branch now)")
+    parser.add_argument("--out", required=True, help="model directory to create")
+    args = parser.parse_args(argv)
+    record = download_model(args.hub_id, args.revision, args.out)
+    print(f"{args.hub_id}@{record['resolved_revision']}: {len(record['files_sha256'])} files in {args.out}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["model"]:
+        model_main(argv[1:])
+        return
+    parser = argparse.ArgumentParser(description="Download one raw source to JSONL in its own schema.")
+    parser.add_argument("--source", required=True)
+    parser.add_argument(
+        "--hub-id", required=True, help="Hub dataset id, or json|parquet|csv with --data-files"
+    )
+    parser.add_argument(
+        "--revision", help="commit sha to pin (a branch name is recorded with the sha it had)"
+    )
+    parser.add_argument("--split", default="train")
+    parser.add_argument("--data-files", nargs="*", help="local files for a source not on the Hub")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    record = download(args.source, args.hub_id, args.revision, args.split, args.out, args.data_files)
+    print(
+        f"{args.source}: {record['rows']} rows from {args.hub_id}@{record['resolved_revision'] or args.revision}"
+    )
+
+
+if __name__ == "__main__":
+    main()

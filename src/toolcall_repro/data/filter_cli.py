@@ -1,0 +1,168 @@
+"""Command line of the filter stage (`python -m toolcall_repro.data.filters ...`): files and models in,
+files out; the decisions themselves live in `filters.py`.
+
+    python -m toolcall_repro.data.filters single-turn --inputs xlam.parquet toolace.parquet \
+        --policy MODEL_DIR --backend transformers --config FILTER_JSON --seed S \
+        --out-train OUT.parquet --out-heldout HELD.parquet --report REPORT.json --threads T
+    python -m toolcall_repro.data.filters multi-turn --inputs looptool.parquet ... (same options)
+    python -m toolcall_repro.data.filters format-subsets --single single_turn.parquet \
+        --multi multi_turn.parquet --config '{"size": 700}' --seed S \
+        --out-single format_single.parquet --out-multi format_multi.parquet --report REPORT.json
+    python -m toolcall_repro.data.filters pool --inputs xlam.parquet toolace.parquet \
+        --config '{"heldout_fraction": 0.15}' --seed S --out-train T.parquet --out-heldout H.parquet
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from toolcall_repro.configarg import load_config_arg
+from toolcall_repro.data import filters
+from toolcall_repro.data.schema import read_samples, write_samples
+from toolcall_repro.provenance import atomic_write_json, sha256_file
+
+
+def _read_all(paths: list[str]) -> tuple[list, list[dict]]:
+    samples, inputs = [], []
+    for path in paths:
+        part = read_samples(path)
+        samples.extend(part)
+        inputs.append({"path": path, "sha256": sha256_file(path), "samples": len(part)})
+    return samples, inputs
+
+
+def _write_outputs(report: dict, outputs: dict[str, tuple[str, list]], report_path: str | None) -> None:
+    report["outputs"] = {}
+    for name, (path, samples) in outputs.items():
+        write_samples(samples, path)
+        report["outputs"][name] = {"path": path, "sha256": sha256_file(path), "samples": len(samples)}
+    if report_path:
+        atomic_write_json(report_path, report)
+
+
+def run_rollout_filter(args: argparse.Namespace, setting: str) -> dict:
+    import torch
+
+    from toolcall_repro.data.rollouts import load_policy, make_protocol, make_renderer, run_rollouts
+
+    torch.set_num_threads(args.threads)  # 1 thread per job is fastest on a shared 2-core machine
+    config = load_config_arg(args.config)
+    samples, inputs = _read_all(args.inputs)
+    backend, tokenizer = load_policy(args.backend, args.policy, args.threads)
+    protocol = make_protocol(config, args.seed, args.backend)
+    render = make_renderer(protocol, tokenizer)
+    timing = {"rollout_s": 0.0}
+
+    def score(batch):
+        start = time.perf_counter()
+        out = run_rollouts(
+            batch,
+            backend,
+            render,
+            int(config["rollouts"]),
+            temperature=float(config["temperature"]),
+            top_p=float(config["top_p"]),
+            max_tokens=int(config["max_new_tokens"]),
+            seed=args.seed,
+            batch_size=int(config.get("batch_size", 16)),
+        )
+        timing["rollout_s"] += time.perf_counter() - start
+        return out
+
+    def prompt_tokens(sample) -> int:
+        return len(tokenizer(render(sample), add_special_tokens=False)["input_ids"])
+
+    chain = filters.filter_single_turn if setting == "single_turn" else filters.filter_multi_turn
+    train, heldout, report = chain(samples, config, args.seed, score, prompt_tokens)
+    report.update(
+        config=config,
+        seed=args.seed,
+        inputs=inputs,
+        policy={"path": args.policy, "backend": args.backend},
+        protocol=_card(protocol, tokenizer),
+        rollout_seconds=round(timing["rollout_s"], 3),
+    )
+    _write_outputs(
+        report, {"train": (args.out_train, train), "heldout": (args.out_heldout, heldout)}, args.report
+    )
+    return report
+
+
+def _card(protocol, tokenizer) -> dict:
+    from toolcall_repro.protocol import protocol_card
+
+    return protocol_card(protocol, tokenizer)
+
+
+def run_format_subsets(args: argparse.Namespace) -> dict:
+    config = load_config_arg(args.config)
+    single, multi = read_samples(args.single), read_samples(args.multi)
+    a, b, report = filters.format_subsets(single, multi, int(config["size"]), args.seed)
+    report.update(setting="format_study", config=config, seed=args.seed)
+    _write_outputs(
+        report, {"format_single": (args.out_single, a), "format_multi": (args.out_multi, b)}, args.report
+    )
+    return report
+
+
+def run_pool(args: argparse.Namespace) -> dict:
+    config = load_config_arg(args.config)
+    samples, inputs = _read_all(args.inputs)
+    train, heldout, report = filters.pool_samples(samples, config, args.seed)
+    report.update(config=config, seed=args.seed, inputs=inputs)
+    _write_outputs(
+        report, {"train": (args.out_train, train), "heldout": (args.out_heldout, heldout)}, args.report
+    )
+    return report
+
+
+def _rollout_parser(sub, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text)
+    p.add_argument("--inputs", nargs="+", required=True, help="normalised sample parquet files")
+    p.add_argument("--policy", required=True, help="HF model dir of the filter policy")
+    p.add_argument("--backend", default="transformers", choices=["transformers", "vllm"])
+    p.add_argument("--config", required=True, help="this chain's config subtree (inline JSON or file)")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--out-train", required=True)
+    p.add_argument("--out-heldout", required=True)
+    p.add_argument("--report", required=True)
+    p.add_argument("--threads", type=int, default=1)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m toolcall_repro.data.filters", description=__doc__.split("\n")[0]
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _rollout_parser(sub, "single-turn", "xLAM + ToolACE: keep samples the policy gets right sometimes")
+    _rollout_parser(sub, "multi-turn", "LoopTool: turn range, single-call answers, >= k correct rollouts")
+    fmt = sub.add_parser("format-subsets", help="matched single- vs multi-turn subsets (format study)")
+    fmt.add_argument("--single", required=True)
+    fmt.add_argument("--multi", required=True)
+    fmt.add_argument("--config", required=True, help='{"size": N}')
+    fmt.add_argument("--seed", type=int, required=True)
+    fmt.add_argument("--out-single", required=True)
+    fmt.add_argument("--out-multi", required=True)
+    fmt.add_argument("--report", required=True)
+    pool = sub.add_parser("pool", help="unfiltered pool + held-out split (the filter policy's training data)")
+    pool.add_argument("--inputs", nargs="+", required=True)
+    pool.add_argument("--config", required=True, help='{"heldout_fraction": F} or {"heldout_size": N}')
+    pool.add_argument("--seed", type=int, required=True)
+    pool.add_argument("--out-train", required=True)
+    pool.add_argument("--out-heldout", required=True)
+    pool.add_argument("--report")
+    args = parser.parse_args(argv)
+    if args.command in ("single-turn", "multi-turn"):
+        report = run_rollout_filter(args, args.command.replace("-", "_"))
+    elif args.command == "format-subsets":
+        report = run_format_subsets(args)
+    else:
+        report = run_pool(args)
+    for step in report.get("steps", []):
+        print(f"{step['step']:>22}: {step['in']:>6} -> {step['out']:>6}  {step['dropped']}")
+    print({k: v["samples"] for k, v in report["outputs"].items()})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Normalise one raw source file: samples to parquet, malformed rows to a rejects file, counts to a report.
+
+    python -m toolcall_repro.data.normalise --source xlam --raw data/raw/xlam.jsonl \
+        --out data/normalised/xlam.parquet --rejects data/normalised/xlam.rejects.jsonl \
+        --report data/reports/normalise_xlam.json
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+
+from toolcall_repro.data.schema import iter_jsonl, write_jsonl, write_samples
+from toolcall_repro.data.sources import LOADERS, LoadResult, load_rows
+from toolcall_repro.provenance import atomic_write_json, sha256_file
+
+
+def normalise_report(result: LoadResult, raw_path: str | Path, out_path: str | Path) -> dict:
+    samples = result.samples
+    return {
+        "source": result.source,
+        "raw": str(raw_path),
+        "raw_sha256": sha256_file(raw_path),
+        "rows": result.rows,
+        "rows_rejected": len(result.rejects),
+        "rows_kept": result.rows - len(result.rejects),
+        "samples": len(samples),
+        "rejects": result.reject_counts(),
+        "settings": dict(sorted(Counter(s.setting for s in samples).items())),
+        "num_turns": {str(k): v for k, v in sorted(Counter(s.num_turns for s in samples).items())},
+        "ground_truth_calls": {
+            str(k): v for k, v in sorted(Counter(len(s.ground_truth_list) for s in samples).items())
+        },
+        "out": str(out_path),
+        "out_sha256": sha256_file(out_path),
+    }
+
+
+def normalise_file(
+    source: str, raw: str | Path, out: str | Path, rejects: str | Path, report: str | Path
+) -> dict:
+    result = load_rows(source, iter_jsonl(raw))
+    write_samples(result.samples, out)
+    write_jsonl(result.rejects, rejects)
+    summary = normalise_report(result, raw, out)
+    atomic_write_json(report, summary)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Normalise one raw source into the sample schema.")
+    parser.add_argument("--source", required=True, choices=sorted(LOADERS))
+    parser.add_argument("--raw", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--rejects", required=True)
+    parser.add_argument("--report", required=True)
+    args = parser.parse_args(argv)
+    s = normalise_file(args.source, args.raw, args.out, args.rejects, args.report)
+    print(
+        f"{s['source']}: {s['rows']} rows -> {s['samples']} samples, {s['rows_rejected']} rejected {s['rejects']}"
+    )
+
+
+if __name__ == "__main__":
+    main()

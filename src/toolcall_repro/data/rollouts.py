@@ -1,0 +1,126 @@
+"""Filter rollouts through the one generation-backend interface (transformers on CPU, vLLM on GPU).
+
+Prompts are rendered with ``protocol.render`` exactly as training renders them (system prompt
+``stronger``, template ``native``, thinking ``drop``), and each rollout is scored with the reward of the
+sample's own setting. The backend is passed in, so tests drive this with a scripted double.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from toolcall_repro.data.schema import Sample
+from toolcall_repro.rewards import reward_for_setting
+
+
+@dataclass(frozen=True)
+class Rollouts:
+    scores: tuple[float, ...]
+    reasons: tuple[str, ...]
+    prompt_tokens: int
+    completion_tokens: tuple[int, ...]
+
+
+def chunk_seed(seed: int, chunk_index: int) -> int:
+    """A distinct, reproducible seed per generate() call (kept below 2**31 for every backend)."""
+    return (int(seed) * 1_000_003 + chunk_index) % (2**31 - 1)
+
+
+def run_rollouts(
+    samples: list[Sample],
+    backend,
+    render: Callable[[Sample], str],
+    n: int,
+    *,
+    temperature: float,
+    top_p: float,
+    max_tokens: int,
+    seed: int,
+    batch_size: int = 16,
+) -> dict[str, Rollouts]:
+    """n scored rollouts per sample, in fixed chunks so the same inputs and seed give the same calls."""
+    results: dict[str, Rollouts] = {}
+    for chunk_index, start in enumerate(range(0, len(samples), batch_size)):
+        chunk = samples[start : start + batch_size]
+        prompts = [render(s) for s in chunk]
+        groups = backend.generate(
+            prompts,
+            n,
+            temperature=temperature,
+            top_p=top_p,
+            max_tokens=max_tokens,
+            seed=chunk_seed(seed, chunk_index),
+        )
+        if len(groups) != len(chunk) or any(len(g) != n for g in groups):
+            raise RuntimeError(
+                f"backend returned {[len(g) for g in groups]} generations for {len(chunk)} x {n}"
+            )
+        for sample, group in zip(chunk, groups, strict=True):
+            reward = reward_for_setting(sample.setting)
+            scored = [reward(g.text, sample.ground_truth_list) for g in group]
+            results[sample.id] = Rollouts(
+                scores=tuple(r.score for r in scored),
+                reasons=tuple(r.reason for r in scored),
+                prompt_tokens=int(group[0].prompt_tokens),
+                completion_tokens=tuple(int(g.completion_tokens) for g in group),
+            )
+    return results
+
+
+def rollout_summary(results: dict[str, Rollouts]) -> dict:
+    """What the rollouts looked like: reward reasons, correct-per-sample histogram, token means."""
+    if not results:
+        return {"samples": 0}
+    reasons = Counter(r for v in results.values() for r in v.reasons)
+    correct = Counter(sum(1 for s in v.scores if s > 0) for v in results.values())
+    completions = [c for v in results.values() for c in v.completion_tokens]
+    return {
+        "samples": len(results),
+        "reward_reasons": dict(sorted(reasons.items())),
+        "correct_per_sample": {str(k): v for k, v in sorted(correct.items())},
+        "mean_prompt_tokens": round(sum(v.prompt_tokens for v in results.values()) / len(results), 2),
+        "mean_completion_tokens": round(sum(completions) / len(completions), 2),
+    }
+
+
+# --------------------------------------------------------------------------------------------------------
+# production edge: the real backend, tokenizer and protocol
+# --------------------------------------------------------------------------------------------------------
+TRAINING_PROTOCOL = {"system_prompt": "stronger", "template": "native", "thinking": "drop"}
+
+
+def make_protocol(config: dict, seed: int, backend_kind: str):
+    """The protocol filter prompts are rendered with: training's, with this step's sampling knobs."""
+    from toolcall_repro.protocol import Protocol
+
+    knobs = TRAINING_PROTOCOL | dict(config.get("protocol") or {})
+    return Protocol(
+        system_prompt=knobs["system_prompt"],
+        template=knobs["template"],
+        thinking=knobs["thinking"],
+        temperature=float(config["temperature"]),
+        top_p=float(config["top_p"]),
+        max_tokens=int(config["max_new_tokens"]),
+        seed=int(seed),
+        backend=backend_kind,
+    )
+
+
+def make_renderer(protocol, tokenizer) -> Callable[[Sample], str]:
+    from toolcall_repro.protocol import render
+
+    return lambda s: render(s.messages_list, s.tools_list, protocol, tokenizer)
+
+
+def load_policy(kind: str, model_dir: str, threads: int):
+    """(backend, tokenizer) for the filter policy; torch threads are set by the caller."""
+    from transformers import AutoTokenizer
+
+    from toolcall_repro.backends import load_backend
+
+    kwargs = {"threads": threads} if kind == "transformers" else {}
+    backend = load_backend(kind, model_dir, **kwargs)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    return backend, tokenizer

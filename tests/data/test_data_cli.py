@@ -1,0 +1,161 @@
+"""The data stage's command lines end to end on synthetic twins, with the real transformers backend on a
+tiny random Qwen2 model built here (no Hub): synthesize -> normalise -> filter -> subsets -> report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from toolcall_repro.data import filter_cli, normalise, report, synthetic
+from toolcall_repro.data.schema import read_samples
+from toolcall_repro.protocol import load_chat_template
+
+SPECIAL = [
+    "<|im_end|>",
+    "<|im_start|>",
+    "<|endoftext|>",
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+]
+ROWS = {"xlam": 6, "toolace": 3, "looptool": 10}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    backend.train_from_iterator(
+        ['{"name": "get_weather", "arguments": {"city": "paris"}} user assistant tool'], trainer
+    )
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tok.chat_template = load_chat_template()
+    torch.manual_seed(0)
+    cfg = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=8192,
+    )
+    path = tmp_path_factory.mktemp("tiny_policy")
+    Qwen2ForCausalLM(cfg).save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)
+
+
+def normalised(d) -> dict:
+    norm = {}
+    for source, rows in ROWS.items():
+        raw = d / "raw" / f"{source}.jsonl"
+        synthetic.main(
+            [
+                "--source",
+                source,
+                "--config",
+                json.dumps({"rows": rows, "malformed": 2}),
+                "--seed",
+                "0",
+                "--out",
+                str(raw),
+            ]
+        )
+        norm[source] = d / "normalised" / f"{source}.parquet"
+        normalise.main(
+            ["--source", source, "--raw", str(raw), "--out", str(norm[source])]
+            + ["--rejects", str(d / f"{source}.rejects.jsonl"), "--report", str(d / f"{source}.report.json")]
+        )
+    return norm
+
+
+def filtered(d, norm, model_dir, seed: int) -> None:
+    common = ["--policy", model_dir, "--backend", "transformers", "--seed", str(seed), "--threads", "1"]
+    single_cfg = {"rollouts": 2, "temperature": 1.0, "top_p": 1.0, "max_new_tokens": 4, "target_size": 8}
+    single_cfg |= {"heldout_fraction": 0.2, "max_prompt_tokens": 4000, "batch_size": 4}
+    filter_cli.main(
+        [
+            "single-turn",
+            "--inputs",
+            str(norm["xlam"]),
+            str(norm["toolace"]),
+            "--config",
+            json.dumps(single_cfg),
+        ]
+        + common
+        + ["--out-train", str(d / "single.parquet"), "--out-heldout", str(d / "held_single.parquet")]
+        + ["--report", str(d / "single_turn.json")]
+    )
+    multi_cfg = {"min_turns": 2, "max_turns": 6, "rollouts": 2, "min_correct": 1, "drop_parallel": True}
+    multi_cfg |= {
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "max_new_tokens": 4,
+        "target_size": 8,
+        "heldout_fraction": 0.2,
+    }
+    filter_cli.main(
+        ["multi-turn", "--inputs", str(norm["looptool"]), "--config", json.dumps(multi_cfg)]
+        + common
+        + ["--out-train", str(d / "multi.parquet"), "--out-heldout", str(d / "held_multi.parquet")]
+        + ["--report", str(d / "multi_turn.json")]
+    )
+    filter_cli.main(
+        ["format-subsets", "--single", str(d / "single.parquet"), "--multi", str(d / "multi.parquet")]
+        + ["--config", '{"size": 4}', "--seed", str(seed), "--out-single", str(d / "fs.parquet")]
+        + ["--out-multi", str(d / "fm.parquet"), "--report", str(d / "format_study.json")]
+    )
+
+
+def test_stage_end_to_end_with_the_real_backend_is_reproducible(tmp_path, model_dir):
+    d = tmp_path / "a"
+    norm = normalised(d)
+    filtered(d, norm, model_dir, seed=0)
+    report.main(
+        ["--steps", str(d / "single_turn.json"), str(d / "multi_turn.json"), str(d / "format_study.json")]
+        + ["--normalise", *[str(d / f"{s}.report.json") for s in ROWS]]
+        + ["--rejects", *[str(d / f"{s}.rejects.jsonl") for s in ROWS]]
+        + ["--out-json", str(d / "filter_report.json"), "--out-md", str(d / "filter_report.md")]
+    )
+    merged = json.loads((d / "filter_report.json").read_text())
+
+    assert merged["malformed_rows"]["total"] == 6
+    single, multi = merged["chains"]["single_turn"], merged["chains"]["multi_turn"]
+    for chain in (single, multi):
+        for step in chain["steps"]:
+            assert step["out"] == step["in"] - sum(step["dropped"].values())
+        assert chain["outputs"]["train"]["samples"] == len(read_samples(chain["outputs"]["train"]["path"]))
+        assert (
+            chain["protocol"]["system_prompt"]["id"] == "stronger"
+            and chain["protocol"]["template"] == "native"
+        )
+    # every rollout was generated and scored: the correct-per-sample histogram covers every scored sample
+    assert sum(single["rollouts"]["correct_per_sample"].values()) == single["rollouts"]["samples"] > 0
+    assert sum(multi["rollouts"]["correct_per_sample"].values()) == multi["rollouts"]["samples"] > 0
+    assert multi["turn_counting"]["definitions"]["user_requests"]["in_range"] > 0
+    assert {s["step"] for s in multi["steps"]} >= {"turn_range", "single_call_answer", "rollouts_min_correct"}
+    assert (d / "filter_report.md").read_text().count("| rollouts_") == 2
+
+    second = tmp_path / "b"
+    filtered(second, norm, model_dir, seed=0)
+    for name in (
+        "single.parquet",
+        "held_single.parquet",
+        "multi.parquet",
+        "held_multi.parquet",
+        "fs.parquet",
+        "fm.parquet",
+    ):
+        assert (d / name).read_bytes() == (second / name).read_bytes(), name
+    again = json.loads((second / "multi_turn.json").read_text())
+    assert again["drops"] == json.loads((d / "multi_turn.json").read_text())["drops"]
