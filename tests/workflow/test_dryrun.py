@@ -19,7 +19,7 @@ def test_embedded_default_dag(smk):
     res = smk("-n", "--nolock")
     assert res.returncode == 0, res.stderr
     jobs = job_counts(res.stdout)
-    for rule in ["synthesize_sources", "normalise_source", "warmstart_base_model", "filter_single_turn",
+    for rule in ["synthesize_source", "normalise_source", "warmstart_base_model", "filter_single_turn",
                  "filter_multi_turn", "train_grpo", "score_bfcl", "summarise_bfcl", "make_tables",
                  "make_figures", "write_provenance", "archive_results"]:  # fmt: skip
         assert jobs.get(rule, 0) >= 1, rule

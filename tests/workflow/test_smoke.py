@@ -61,7 +61,7 @@ def test_one_training_knob_reruns_only_that_training_and_what_follows(smoke_run,
     stats = out.split("Job stats:")[1].split("total")[0]
     rerun = {line.split()[0] for line in stats.strip().splitlines()[2:]}
     assert "train_grpo" in rerun
-    for upstream in ["synthesize_sources", "normalise_source", "warmstart_base_model",
+    for upstream in ["synthesize_source", "normalise_source", "warmstart_base_model",
                      "filter_single_turn", "filter_multi_turn", "subset_format_study"]:  # fmt: skip
         assert upstream not in rerun, upstream
     trained = sorted(output_line(b) for b in job_blocks(out, "train_grpo"))
