@@ -207,7 +207,7 @@ def run_config(dataset, variant):
     var = dict(subtree("train", "variants", variant))
     if "n" in var:
         hp["n"] = var.pop("n")
-    return {"dataset": dataset, "setting": setting, "variant": variant, **hp, **var}
+    return {"setting": setting, "variant": variant, **hp, **var}
 
 
 def heldout_for(dataset):

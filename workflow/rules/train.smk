@@ -92,7 +92,7 @@ rule train_grpo:
         out_dir=lambda w, output: os.path.dirname(output.summary),
         verl=as_json(VERL),
         gpus=VERL["nodes"] * VERL["gpus_per_node"],
-        launcher=workflow.source_path("../scripts/verl/launch_verl.sh"),
+        launcher=os.path.join("workflow", "scripts", "verl", "launch_verl.sh"),
     shell:
         "python -m toolcall_repro.provenance run --rule train_grpo --manifest {output.manifest:q}"
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
