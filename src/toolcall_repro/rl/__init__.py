@@ -1,6 +1,12 @@
 """RL core shared by the local CPU engine and the verl engine: pure functions over numpy / torch."""
 
-from toolcall_repro.rl.advantage import GROUP_TYPES, SCOPES, group_advantages, group_type, group_type_fractions
+from toolcall_repro.rl.advantage import (
+    GROUP_TYPES,
+    SCOPES,
+    group_advantages,
+    group_type,
+    group_type_fractions,
+)
 from toolcall_repro.rl.downsample import (
     SELECTIONS,
     max_reward_subset,

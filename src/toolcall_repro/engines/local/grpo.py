@@ -1,0 +1,387 @@
+"""GRPO on the CPU for the embedded default (verl cannot train on a CPU; its loss and advantage are
+reproduced exactly by `toolcall_repro.rl`). Variants differ only in the filter and down-sampling config.
+
+    python -m toolcall_repro.engines.local.grpo --train T.parquet --heldout H.parquet --base MODEL_DIR \
+        --config JSON_OR_YAML --out DIR --seed S --threads T [--setting S] [--variant V] [--resume]
+
+One step: take the next batch of the epoch's active set, sample n responses per prompt (prompt KV cache
+shared by the n), score them, update streaks, pick the rows to back-propagate (all n, or m of them),
+compute GRPO advantages, one token-mean clipped update. Checkpoints every `checkpoint_every` steps with
+held-out accuracy; `--resume` continues from the newest checkpoint with identical later metrics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from toolcall_repro.configarg import load_config_arg
+from toolcall_repro.data.schema import write_jsonl
+from toolcall_repro.engines.local.checkpoint import (
+    checkpoint_fingerprint,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
+from toolcall_repro.engines.local.config import GRPOConfig, parse_config
+from toolcall_repro.engines.local.model import load_policy, save_hf_dir, set_threads
+from toolcall_repro.engines.local.prompts import PromptRecord, build_prompts, load_samples
+from toolcall_repro.engines.local.rollout import sample_groups
+from toolcall_repro.engines.local.update import UpdateRow, policy_update
+from toolcall_repro.rewards import reward_for_setting
+from toolcall_repro.rl import StreakFilter, group_advantages, select_subset, step_metrics
+
+
+@dataclass
+class TrainState:
+    """Everything besides weights and optimizer that a resumed run needs to continue identically."""
+
+    step: int = 0
+    epoch: int = 0
+    position: int = 0  # prompts of the epoch's shuffled active set already used
+    cumulative_s: float = 0.0
+    cumulative_device_s: float = 0.0
+    eval_s: float = 0.0
+    metrics: list = field(default_factory=list)
+    curve: list = field(default_factory=list)
+    filter: dict = field(default_factory=dict)
+    fingerprint: str = ""
+    resumed_from: list = field(default_factory=list)
+
+
+def _seed_for(*parts: int) -> int:
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
+
+
+def fingerprint(cfg: GRPOConfig, seed: int, records: list[PromptRecord], base_dir: str | Path) -> str:
+    """A resumed run must be the same run: same config, seed, prompts and base weights."""
+    h = hashlib.sha256(json.dumps([cfg.to_dict(), seed], sort_keys=True, default=str).encode())
+    for r in records:
+        h.update(r.id.encode() + b"\0" + str(r.prompt_ids).encode())
+    for name in ("model.safetensors", "config.json"):
+        p = Path(base_dir) / name
+        if p.is_file():
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def _decode(tokenizer, ids) -> str:
+    ids = list(ids)
+    if ids and ids[-1] == tokenizer.eos_token_id:
+        ids = ids[:-1]
+    return tokenizer.decode(ids, skip_special_tokens=False)
+
+
+def heldout_accuracy(
+    model, tokenizer, records: list[PromptRecord], reward_fn, cfg: GRPOConfig
+) -> float | None:
+    """Greedy-decoding accuracy (mean reward) on the held-out prompts; None without any."""
+    if not records:
+        return None
+    scores = []
+    for start in range(0, len(records), cfg.eval_batch_size):
+        chunk = records[start : start + cfg.eval_batch_size]
+        groups = sample_groups(
+            model,
+            [r.prompt_ids for r in chunk],
+            1,
+            temperature=0.0,
+            top_p=1.0,
+            max_new_tokens=cfg.max_new_tokens,
+            eos_id=tokenizer.eos_token_id,
+            pad_id=tokenizer.pad_token_id,
+        )
+        for r, group in zip(chunk, groups, strict=True):
+            scores.append(reward_fn(_decode(tokenizer, group[0].response_ids), r.ground_truth).score)
+    return float(np.mean(scores))
+
+
+class GRPOTrainer:
+    def __init__(self, cfg, model, tokenizer, train, heldout, reward_fn, seed, out_dir):
+        self.cfg, self.model, self.tokenizer = cfg, model, tokenizer
+        self.train, self.heldout, self.reward_fn = train, heldout, reward_fn
+        self.seed, self.out_dir = seed, Path(out_dir)
+        self.by_id = {r.id: r for r in train}
+        self.all_ids = [r.id for r in train]
+        f = cfg.filter
+        self.streaks = (
+            StreakFilter(f.k, f.probe_every, f.probe_fraction, f.semantics, seed, all_wrong_k=f.all_wrong_k)
+            if f is not None
+            else StreakFilter(None)  # tracking only: group types and transitions for vanilla runs
+        )
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.state = TrainState()
+
+    # --- one step -------------------------------------------------------------------------------
+    def _select(self, rewards: list[float], step: int, g: int) -> tuple[list[int], np.ndarray]:
+        d = self.cfg.downsample
+        if d is None:
+            return list(range(len(rewards))), group_advantages(rewards, "group")[0]
+        rng = np.random.default_rng(_seed_for(self.seed, step, g, 7))
+        kept = select_subset(d.selection, rewards, d.m, rng)
+        return kept, group_advantages(rewards, d.advantage_scope, kept)[0]
+
+    def train_step(self, batch_ids: list[str]) -> dict:
+        cfg, st, tok = self.cfg, self.state, self.tokenizer
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        records = [self.by_id[i] for i in batch_ids]
+        generator = torch.Generator().manual_seed(_seed_for(self.seed, st.step))
+        groups = sample_groups(
+            self.model,
+            [r.prompt_ids for r in records],
+            cfg.n,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            max_new_tokens=cfg.max_new_tokens,
+            eos_id=tok.eos_token_id,
+            pad_id=tok.pad_token_id,
+            generator=generator,
+            share_prefix=cfg.share_prefix,
+        )
+        gen_s = time.perf_counter() - wall0
+        rewards = [
+            [self.reward_fn(_decode(tok, ro.response_ids), r.ground_truth).score for ro in group]
+            for r, group in zip(records, groups, strict=True)
+        ]
+        self.streaks.update(st.epoch, dict(zip(batch_ids, rewards, strict=True)))
+        rows = []
+        for g, (r, group, rw) in enumerate(zip(records, groups, rewards, strict=True)):
+            kept, adv = self._select(rw, st.step, g)
+            rows += [
+                UpdateRow(r.prompt_ids, group[j].response_ids, group[j].old_log_probs, float(adv[j]))
+                for j in kept
+            ]
+        upd = policy_update(
+            self.model,
+            self.optimizer,
+            rows,
+            temperature=cfg.temperature,
+            clip_low=cfg.clip_low,
+            clip_high=cfg.clip_high,
+            loss_agg=cfg.loss_agg,
+            micro_batch_size=cfg.micro_batch_size,
+            grad_clip=cfg.grad_clip,
+            pad_id=tok.pad_token_id,
+            mini_batches=cfg.ppo_mini_batches,
+        )
+        step_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
+        st.cumulative_s += step_s
+        st.cumulative_device_s += cpu_s
+        gen_tokens = sum(len(ro.response_ids) for group in groups for ro in group)
+        prompt_tokens = sum(r.num_tokens for r in records) * cfg.n
+        line = step_metrics(
+            step=st.step + 1,
+            epoch=st.epoch,
+            groups=rewards,
+            filter_stats=self.streaks.stats(),
+            skipped_reward_mean=self.streaks.skipped_reward_mean(),
+            gen_tokens=gen_tokens,
+            update_tokens=upd["update_tokens"],
+            total_num_tokens=gen_tokens + prompt_tokens,
+            gen_rows=len(records) * cfg.n,
+            update_rows=len(rows),
+            timings={
+                "gen": gen_s,
+                "update_actor": upd["update_s"],
+                "optimizer": upd["optimizer_s"],
+                "step": step_s,
+            },
+            cumulative_s=st.cumulative_s,
+            cumulative_device_s=st.cumulative_device_s,
+        )
+        line.update(
+            {
+                "actor/pg_loss": upd["loss"],
+                "actor/pg_clipfrac": upd["pg_clipfrac"],
+                "actor/grad_norm": upd["grad_norm"],
+                "response_length/mean": gen_tokens / (len(records) * cfg.n),
+            }
+        )
+        return line
+
+    # --- checkpoints and evaluation ---------------------------------------------------------------
+    def evaluate(self) -> None:
+        st = self.state
+        t0 = time.perf_counter()
+        acc = heldout_accuracy(self.model, self.tokenizer, self.heldout, self.reward_fn, self.cfg)
+        st.eval_s += time.perf_counter() - t0
+        st.curve.append(
+            {
+                "step": st.step,
+                "epoch": st.epoch,
+                "heldout_accuracy": acc,
+                "time/cumulative_s": st.cumulative_s,
+                "time/cumulative_device_s": st.cumulative_device_s,
+            }
+        )
+
+    def checkpoint(self) -> None:
+        self.state.filter = self.streaks.state_dict()
+        save_checkpoint(
+            self.out_dir / "checkpoints",
+            self.state.step,
+            self.model,
+            self.optimizer,
+            self.state.__dict__,
+            keep=self.cfg.keep_checkpoints,
+        )
+
+    def restore(self, path: Path) -> None:
+        saved = load_checkpoint(path, self.model, self.optimizer)
+        self.state = TrainState(**saved)
+        self.streaks.load_state_dict(self.state.filter)
+        self.state.resumed_from.append(self.state.step)
+
+    # --- the loop -------------------------------------------------------------------------------
+    def done(self) -> bool:
+        st, cfg = self.state, self.cfg
+        return st.epoch >= cfg.epochs or (cfg.max_steps is not None and st.step >= cfg.max_steps)
+
+    def fit(self, log=print) -> None:
+        st, cfg = self.state, self.cfg
+        if not st.curve:
+            self.evaluate()
+            log(f"step 0 heldout_accuracy {st.curve[-1]['heldout_accuracy']}")
+        while not self.done():
+            active = self.streaks.active_set(st.epoch, self.all_ids)
+            order = [active[i] for i in np.random.default_rng([self.seed, st.epoch]).permutation(len(active))]
+            if st.position >= len(order):  # an epoch with nothing left to generate for
+                st.epoch, st.position = st.epoch + 1, 0
+                continue
+            batch = order[st.position : st.position + cfg.batch_size]
+            line = self.train_step(batch)
+            st.step, st.position = st.step + 1, st.position + len(batch)
+            if st.position >= len(order):
+                st.epoch, st.position = st.epoch + 1, 0
+            st.metrics.append(line)
+            log(
+                f"step {st.step} epoch {line['epoch']} reward {line['reward/active_mean']:.3f} "
+                f"mixed {line['group/mixed_frac']:.2f} skipped {line['filter/skipped']} "
+                f"gen {line['timing_s/gen']:.2f}s update {line['timing_s/update_actor']:.2f}s"
+            )
+            if st.step % cfg.checkpoint_every == 0 or self.done():
+                self.evaluate()
+                self.checkpoint()
+                log(f"checkpoint step {st.step} heldout_accuracy {st.curve[-1]['heldout_accuracy']}")
+
+    def summary(self, setting: str, variant: str | None, dropped: dict) -> dict:
+        st, m = self.state, self.state.metrics
+        s = self.streaks.stats()
+        epochs_built = (s["epoch"] + 1) if s["epoch"] is not None else 0
+        step_s = sum(x["timing_s/step"] for x in m)
+        update_s = sum(x["timing_s/update_actor"] + x["timing_s/optimizer"] for x in m)
+        accs = [c["heldout_accuracy"] for c in st.curve if c["heldout_accuracy"] is not None] or [None]
+        return {
+            "setting": setting,
+            "variant": variant,
+            "seed": self.seed,
+            "config": self.cfg.to_dict(),
+            "steps": st.step,
+            "epochs": st.epoch,
+            "train_prompts": len(self.train),
+            "heldout_prompts": len(self.heldout),
+            "dropped": dropped,
+            "heldout_accuracy": {
+                "initial": accs[0],
+                "final": accs[-1],
+                "best": None if accs[0] is None else max(accs),
+            },
+            "filter_rate": s["cumulative_skips"] / (epochs_built * len(self.train)) if epochs_built else 0.0,
+            "filter_precision": s["precision"],
+            "update_share": update_s / step_s if step_s else None,
+            "gen_tokens": sum(x["perf/gen_tokens"] for x in m),
+            "update_tokens": sum(x["perf/update_tokens"] for x in m),
+            "first_step_group_fractions": {
+                k: m[0][f"group/{k}_frac"] for k in ("all_correct", "all_wrong", "mixed")
+            }
+            if m
+            else None,
+            "time/cumulative_s": st.cumulative_s,
+            "time/cumulative_device_s": st.cumulative_device_s,
+            "time/eval_s": st.eval_s,
+            "resumed_from": st.resumed_from,
+            "torch_threads": torch.get_num_threads(),
+        }
+
+
+def run(args: argparse.Namespace, log=print) -> dict:
+    cfg = parse_config(load_config_arg(args.config))
+    for key in ("setting", "variant"):
+        flag, value = getattr(args, key), getattr(cfg, key)
+        if flag and value and flag != value:
+            raise ValueError(f"--{key} {flag} disagrees with the config's {key} {value}")
+    variant = args.variant or cfg.variant
+    model, tokenizer = load_policy(args.base)
+    train, dropped_train = build_prompts(load_samples([args.train]), tokenizer, cfg.max_prompt_tokens)
+    heldout, dropped_heldout = build_prompts(load_samples([args.heldout]), tokenizer, cfg.max_prompt_tokens)
+    heldout = heldout[: cfg.heldout_size]
+    if not train:
+        raise ValueError(f"{args.train}: no training prompt fits max_prompt_tokens={cfg.max_prompt_tokens}")
+    settings = {r.setting for r in train}
+    setting = args.setting or cfg.setting or (settings.pop() if len(settings) == 1 else None)
+    if setting is None:
+        raise ValueError(f"{args.train} mixes settings {sorted(settings)}: pass --setting")
+    out = Path(args.out)
+    trainer = GRPOTrainer(cfg, model, tokenizer, train, heldout, reward_for_setting(setting), args.seed, out)
+    fp = fingerprint(cfg, args.seed, train, args.base)
+    trainer.state.fingerprint = fp
+    latest = latest_checkpoint(out / "checkpoints")
+    if latest is not None and args.resume and checkpoint_fingerprint(latest) == fp:
+        trainer.restore(latest)
+        log(f"resumed from {latest}")
+    elif latest is not None:
+        # Another run's checkpoints (config, seed, data or base model changed, or no --resume): never
+        # continue from them; a later --resume must not find them either.
+        log(
+            f"discarding checkpoints in {out / 'checkpoints'}: "
+            + ("another run's" if args.resume else "no --resume")
+        )
+        shutil.rmtree(out / "checkpoints")
+    trainer.fit(log)
+    summary = trainer.summary(setting, variant, {"train": dropped_train, "heldout": dropped_heldout})
+    save_hf_dir(model, tokenizer, out / "final")
+    write_jsonl(trainer.state.curve, out / "curve.jsonl")
+    write_jsonl(trainer.state.metrics, out / "metrics.jsonl")
+    write_jsonl([summary], out / ".summary.jsonl")
+    (out / ".summary.jsonl").replace(out / "summary.json")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="GRPO on the CPU (the embedded default's trainer).")
+    p.add_argument("--train", required=True, help="normalised training samples (parquet)")
+    p.add_argument(
+        "--heldout", required=True, help="held-out samples (parquet); the first heldout_size are used"
+    )
+    p.add_argument("--base", required=True, help="HF model directory to start from")
+    p.add_argument(
+        "--config", required=True, help="merged train.settings.<s> + train.variants.<v>: JSON or file"
+    )
+    p.add_argument(
+        "--out", required=True, help="run directory (metrics.jsonl, curve.jsonl, checkpoints/, final/)"
+    )
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--setting", choices=["single_turn", "multi_turn"])
+    p.add_argument("--variant")
+    p.add_argument(
+        "--resume", action="store_true", help="continue from the newest checkpoint if there is one"
+    )
+    args = p.parse_args(argv)
+    set_threads(args.threads)
+    summary = run(args, log=lambda msg: print(msg, flush=True))
+    print(json.dumps({k: summary[k] for k in ("steps", "heldout_accuracy", "time/cumulative_s")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

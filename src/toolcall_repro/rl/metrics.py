@@ -1,0 +1,148 @@
+"""Per-step training metrics: one dict a step, the same keys for the local and the verl engine.
+
+Token counts (per step, all rows of the batch):
+  perf/gen_tokens       response tokens generated (n rows per active prompt);
+  perf/update_tokens    prompt + response tokens of the rows that go through the policy update
+                        (all n rows in vanilla GRPO, m after down-sampling);
+  perf/total_num_tokens prompt + response tokens of all generated rows (verl's definition).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from toolcall_repro.rl.advantage import GROUP_TYPES, as_rewards, group_type_fractions
+
+TIMING_KEYS = (
+    "timing_s/gen",
+    "timing_s/update_actor",
+    "timing_s/optimizer",
+    "timing_s/step",
+    "time/cumulative_s",
+    "time/cumulative_device_s",
+)
+STEP_KEYS = (
+    "step",
+    "epoch",
+    "group/all_correct_frac",
+    "group/all_wrong_frac",
+    "group/mixed_frac",
+    "filter/skipped",
+    "filter/active",
+    "filter/coverage",
+    "filter/probed",
+    "filter/probe_still_correct",
+    "filter/precision",
+    "perf/gen_tokens",
+    "perf/update_tokens",
+    "perf/total_num_tokens",
+    "perf/update_rows",
+    "perf/gen_rows",
+    *TIMING_KEYS[:4],
+    "reward/active_mean",
+    "reward/full_mean",
+    *TIMING_KEYS[4:],
+)
+TRANSITION_KEYS = tuple(f"transition/{a}_to_{b}" for a in GROUP_TYPES for b in GROUP_TYPES)
+CURVE_KEYS = ("step", "epoch", "heldout_accuracy", "time/cumulative_s", "time/cumulative_device_s")
+
+
+def full_set_reward(active_mean: float, coverage: float, skipped_mean: float | None) -> float | None:
+    """Reward over the full set: skipped prompts count at their last observed mean reward.
+
+    None when prompts are skipped but none has an observed reward (the full-set value is unknown).
+    """
+    if coverage >= 1.0:
+        return active_mean
+    if skipped_mean is None:
+        return None
+    return coverage * active_mean + (1.0 - coverage) * skipped_mean
+
+
+def step_metrics(
+    *,
+    step: int,
+    epoch: int,
+    groups: Sequence[Sequence[float]],
+    filter_stats: Mapping | None,
+    skipped_reward_mean: float | None,
+    gen_tokens: int,
+    update_tokens: int,
+    total_num_tokens: int,
+    gen_rows: int,
+    update_rows: int,
+    timings: Mapping[str, float],
+    cumulative_s: float,
+    cumulative_device_s: float,
+    correct: float = 1.0,
+) -> dict:
+    """Assemble one step's metrics line from the step's reward groups and the filter's stats.
+
+    `timings` holds gen / update_actor / optimizer / step seconds. `filter_stats` is
+    `StreakFilter.stats()` (None when no filter object exists: nothing skipped).
+    """
+    missing = {"gen", "update_actor", "optimizer", "step"} - set(timings)
+    if missing:
+        raise ValueError(f"timings lacks {sorted(missing)}")
+    groups = [as_rewards(g) for g in groups]
+    if not groups:
+        raise ValueError("a step needs at least one group")
+    fractions = group_type_fractions(groups, correct)
+    active_mean = float(np.mean([g.mean() for g in groups]))
+    fs = dict(filter_stats) if filter_stats is not None else {}
+    coverage = float(fs.get("coverage", 1.0))
+    if math.isnan(coverage):
+        coverage = 1.0
+    out = {
+        "step": int(step),
+        "epoch": int(epoch),
+        "group/all_correct_frac": fractions["all_correct"],
+        "group/all_wrong_frac": fractions["all_wrong"],
+        "group/mixed_frac": fractions["mixed"],
+        "filter/skipped": int(fs.get("skipped", 0)),
+        "filter/active": int(fs.get("active", 0)),
+        "filter/coverage": coverage,
+        "filter/probed": int(fs.get("probed", 0)),
+        "filter/probe_still_correct": int(fs.get("probe_still_correct", 0)),
+        "filter/precision": fs.get("precision"),
+        "perf/gen_tokens": int(gen_tokens),
+        "perf/update_tokens": int(update_tokens),
+        "perf/total_num_tokens": int(total_num_tokens),
+        "perf/update_rows": int(update_rows),
+        "perf/gen_rows": int(gen_rows),
+        "timing_s/gen": float(timings["gen"]),
+        "timing_s/update_actor": float(timings["update_actor"]),
+        "timing_s/optimizer": float(timings["optimizer"]),
+        "timing_s/step": float(timings["step"]),
+        "reward/active_mean": active_mean,
+        "reward/full_mean": full_set_reward(active_mean, coverage, skipped_reward_mean),
+        "time/cumulative_s": float(cumulative_s),
+        "time/cumulative_device_s": float(cumulative_device_s),
+    }
+    transitions = fs.get("transitions") or {}
+    for a in GROUP_TYPES:
+        for b in GROUP_TYPES:
+            out[f"transition/{a}_to_{b}"] = int(transitions.get(a, {}).get(b, 0))
+    return out
+
+
+def without_timings(metrics: Mapping) -> dict:
+    """The metrics a fixed seed must reproduce exactly (timings removed)."""
+    return {k: v for k, v in metrics.items() if k not in TIMING_KEYS}
+
+
+def speedup_limit(filter_rate: float, update_share: float, m: int, n: int) -> float:
+    """Upper bound on the step-time speedup: 1 / ((1-f)(1-u) + (1-f) u m/n).
+
+    f = fraction of prompts skipped, u = share of vanilla step time spent in the update,
+    m/n = fraction of rollouts kept for the update (1 without down-sampling).
+    """
+    if not (0.0 <= filter_rate < 1.0 and 0.0 <= update_share <= 1.0):
+        raise ValueError(f"need 0 <= f < 1 and 0 <= u <= 1, got f={filter_rate}, u={update_share}")
+    if not 1 <= m <= n:
+        raise ValueError(f"need 1 <= m <= n, got m={m}, n={n}")
+    keep = 1.0 - filter_rate
+    return 1.0 / (keep * (1.0 - update_share) + keep * update_share * m / n)

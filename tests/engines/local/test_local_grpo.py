@@ -1,0 +1,200 @@
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from toolcall_repro.engines.local.config import parse_config
+from toolcall_repro.engines.local.grpo import GRPOTrainer, run
+from toolcall_repro.engines.local.model import load_policy
+from toolcall_repro.engines.local.prompts import build_prompts, load_samples
+from toolcall_repro.rewards import Reward
+from toolcall_repro.rl import CURVE_KEYS, STEP_KEYS, TRANSITION_KEYS, without_timings
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in open(path)]
+
+
+def args_for(files, base, out, cfg, setting="single_turn", resume=False, seed=3):
+    return argparse.Namespace(
+        train=str(files[setting]),
+        heldout=str(files[f"heldout_{setting}"]),
+        base=str(base),
+        out=str(out),
+        config=json.dumps(cfg),
+        seed=seed,
+        threads=1,
+        setting=None,
+        variant=None,
+        resume=resume,
+    )
+
+
+@pytest.mark.parametrize(
+    "setting, variant",
+    [
+        ("single_turn", "vanilla"),
+        ("single_turn", "efficient"),
+        ("multi_turn", "filter_only"),
+        ("multi_turn", "downsample_only"),
+    ],
+)
+def test_each_variant_writes_the_contract_outputs(
+    sample_files, base_model, tmp_path, make_config, variants, setting, variant
+):
+    cfg = make_config(setting=setting, variant=variant, **variants[variant])
+    summary = run(args_for(sample_files, base_model, tmp_path, cfg, setting), log=lambda m: None)
+    metrics = read_jsonl(tmp_path / "metrics.jsonl")
+    curve = read_jsonl(tmp_path / "curve.jsonl")
+    assert len(metrics) == summary["steps"] >= 2 * (16 // 4) - 4  # 2 epochs of 4 steps, minus skips
+    for line in metrics:
+        assert set(STEP_KEYS) | set(TRANSITION_KEYS) <= set(line)
+        fractions = line["group/all_correct_frac"] + line["group/all_wrong_frac"] + line["group/mixed_frac"]
+        assert fractions == pytest.approx(1.0)
+        prompts = line["perf/gen_rows"] // 4
+        expected = 2 if variants[variant]["downsample"] else 4
+        assert line["perf/update_rows"] == prompts * expected
+        assert line["perf/update_tokens"] > line["perf/gen_tokens"] > 0
+    assert [m["step"] for m in metrics] == list(range(1, len(metrics) + 1))
+    assert curve[0]["step"] == 0 and curve[-1]["step"] == summary["steps"]
+    assert all(set(CURVE_KEYS) <= set(c) for c in curve)
+    assert summary["setting"] == setting and summary["variant"] == variant
+    if variants[variant]["filter"] is None:
+        assert all(m["filter/skipped"] == 0 for m in metrics)
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "final")
+    tok = AutoTokenizer.from_pretrained(tmp_path / "final")
+    assert model.config.model_type == "qwen2" and tok.chat_template
+
+
+def test_filter_skips_all_correct_prompts_and_probes_them(sample_files, base_model, tmp_path, make_config):
+    """With a scripted reward: prompts t0..t5 are always solved, the others half of the time."""
+    cfg = parse_config(
+        make_config(
+            epochs=4,
+            checkpoint_every=100,
+            heldout_size=0,
+            filter={"k": 1, "probe_every": 2, "probe_fraction": 0.0, "semantics": "temporary"},
+        )
+    )
+    model, tok = load_policy(base_model)
+    train, _ = build_prompts(load_samples([sample_files["single_turn"]]), tok, 2048)
+    easy = {r.ground_truth for r in train[:6]}
+    calls = {"n": 0}
+
+    def scripted(output, ground_truth):
+        calls["n"] += 1
+        return Reward(1.0 if ground_truth in easy or calls["n"] % 2 else 0.0, "correct")
+
+    easy_ids = {r.id for r in train if r.ground_truth in easy}
+    trainer = GRPOTrainer(cfg, model, tok, train, [], scripted, seed=0, out_dir=tmp_path)
+    trainer.fit(log=lambda m: None)
+    by_epoch = {}
+    for m in trainer.state.metrics:
+        by_epoch.setdefault(m["epoch"], []).append(m)
+    assert by_epoch[0][0]["filter/skipped"] == 0
+    assert by_epoch[1][0]["filter/skipped"] == len(easy_ids) > 0
+    assert by_epoch[1][0]["reward/full_mean"] > by_epoch[1][0]["reward/active_mean"] or len(easy_ids) == 16
+    assert sum(m["perf/gen_rows"] for m in by_epoch[1]) == (16 - len(easy_ids)) * 4
+    # skipped in epochs 1 and 2, probed in epoch 3, still correct, so precision is 1
+    assert by_epoch[3][-1]["filter/probed"] == len(easy_ids)
+    assert by_epoch[3][-1]["filter/probe_still_correct"] == len(easy_ids)
+    assert by_epoch[3][-1]["filter/precision"] == 1.0
+    assert by_epoch[1][-1]["transition/all_correct_to_all_correct"] == 0  # skipped prompts are not observed
+
+
+def _cli(files, base, out, cfg, resume):
+    cmd = [
+        sys.executable,
+        "-m",
+        "toolcall_repro.engines.local.grpo",
+        "--train",
+        str(files["single_turn"]),
+        "--heldout",
+        str(files["heldout_single_turn"]),
+        "--base",
+        str(base),
+        "--config",
+        json.dumps(cfg),
+        "--out",
+        str(out),
+        "--seed",
+        "3",
+        "--threads",
+        "1",
+    ]
+    return cmd + (["--resume"] if resume else [])
+
+
+def test_kill_9_then_resume_gives_identical_metrics(
+    sample_files, base_model, tmp_path, make_config, variants
+):
+    cfg = make_config(epochs=3, checkpoint_every=2, **variants["efficient"])
+    straight = tmp_path / "straight"
+    run(args_for(sample_files, base_model, straight, cfg), log=lambda m: None)
+
+    killed = tmp_path / "killed"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.Popen(
+        _cli(sample_files, base_model, killed, cfg, True),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.time() + 120
+    while not (killed / "checkpoints" / "step_2" / "state.json").exists():
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        assert time.time() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (killed / "summary.json").exists() and not (killed / "metrics.jsonl").exists()
+
+    done = subprocess.run(
+        _cli(sample_files, base_model, killed, cfg, True), env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads((killed / "summary.json").read_text())
+    assert summary["resumed_from"] and summary["resumed_from"][0] >= 2
+    a = [without_timings(m) for m in read_jsonl(straight / "metrics.jsonl")]
+    b = [without_timings(m) for m in read_jsonl(killed / "metrics.jsonl")]
+    assert a == b
+    strip = lambda rows: [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]  # noqa: E731
+    assert strip(read_jsonl(straight / "curve.jsonl")) == strip(read_jsonl(killed / "curve.jsonl"))
+
+
+def test_resume_never_continues_another_runs_checkpoints(sample_files, base_model, tmp_path, make_config):
+    cfg = make_config(epochs=1, checkpoint_every=2)
+    other = make_config(epochs=1, checkpoint_every=2, lr=0.5)
+    fresh = run(args_for(sample_files, base_model, tmp_path / "fresh", other), log=lambda m: None)
+    run(args_for(sample_files, base_model, tmp_path, cfg), log=lambda m: None)
+    logs = []
+    changed = run(args_for(sample_files, base_model, tmp_path, other, resume=True), log=logs.append)
+    assert any("discarding checkpoints" in m and "another run" in m for m in logs)
+    assert changed["resumed_from"] == [] and changed["heldout_accuracy"] == fresh["heldout_accuracy"]
+    run(args_for(sample_files, base_model, tmp_path, cfg), log=lambda m: None)
+    # a completed run resumed again changes nothing
+    before = (tmp_path / "metrics.jsonl").read_text()
+    run(args_for(sample_files, base_model, tmp_path, cfg, resume=True), log=lambda m: None)
+    assert [without_timings(m) for m in map(json.loads, before.splitlines())] == [
+        without_timings(m) for m in read_jsonl(tmp_path / "metrics.jsonl")
+    ]
+
+
+def test_overlong_prompts_are_dropped_and_counted(sample_files, base_model, tmp_path, make_config):
+    model, tok = load_policy(base_model)
+    both = load_samples([sample_files["single_turn"], sample_files["multi_turn"]])
+    records, dropped = build_prompts(both, tok, None)
+    assert dropped == {} and len(records) == 32
+    limit = max(r.num_tokens for r in records if r.setting == "single_turn")
+    kept, dropped = build_prompts(both, tok, limit)
+    assert {r.setting for r in kept} == {"single_turn"} and dropped == {"overlong_prompt": 16}
+    with pytest.raises(ValueError, match="no training prompt fits"):
+        run(
+            args_for(sample_files, base_model, tmp_path, make_config(max_prompt_tokens=5)), log=lambda m: None
+        )

@@ -1,0 +1,90 @@
+import json
+import subprocess
+import sys
+
+import torch
+from tokenizers import Tokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from toolcall_repro.engines.local.prompts import answer_text, load_samples, render_prompt
+from toolcall_repro.engines.local.warmstart import lr_at, warm_start
+from toolcall_repro.protocol import load_chat_template
+from toolcall_repro.rewards import single_turn_reward
+
+
+def test_cli_builds_a_model_dir_that_reloads_with_the_same_tokens(sample_files, tmp_path, tiny_config):
+    out = tmp_path / "base"
+    cfg = dict(tiny_config, sft_steps=3)
+    cmd = [
+        sys.executable,
+        "-m",
+        "toolcall_repro.engines.local.warmstart",
+        "--train",
+        str(sample_files["single_turn"]),
+        str(sample_files["multi_turn"]),
+        "--out",
+        str(out),
+        "--config",
+        json.dumps(cfg),
+        "--seed",
+        "0",
+        "--threads",
+        "1",
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((out / "warmstart_report.json").read_text())
+    assert report["examples"] == 32 and report["sft_steps"] == 3 and report["dropped"] == {"overlong": 0}
+    model = AutoModelForCausalLM.from_pretrained(out)
+    tok = AutoTokenizer.from_pretrained(out)
+    assert model.config.model_type == "qwen2" and model.config.vocab_size == len(tok)
+    assert tok.chat_template == load_chat_template() and tok.eos_token == "<|im_end|>"
+    # transformers rebuilds a qwen2 tokenizer from its own pipeline: the trained file must agree with it
+    raw = Tokenizer.from_file(str(out / "tokenizer.json"))
+    sample = load_samples([sample_files["multi_turn"]])[0]
+    text = render_prompt(sample, tok) + answer_text(sample.ground_truth_list)
+    assert raw.encode(text).ids == tok(text, add_special_tokens=False)["input_ids"]
+    assert tok.decode(tok(text, add_special_tokens=False)["input_ids"]) == text
+
+
+def test_warm_start_is_deterministic_and_learns(sample_files, tiny_config):
+    samples = load_samples([sample_files["single_turn"]])
+    m1, t1, r1 = warm_start(samples, dict(tiny_config, sft_steps=12), seed=4, log=lambda m: None)
+    m2, t2, r2 = warm_start(samples, dict(tiny_config, sft_steps=12), seed=4, log=lambda m: None)
+    assert t1.get_vocab() == t2.get_vocab()
+    assert all(
+        torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values(), strict=True)
+    )
+    assert r1["final_loss_mean_last_20"] == r2["final_loss_mean_last_20"]
+    assert r1["final_loss_mean_last_20"] < r1["first_loss"] - 1.0
+
+
+def test_answer_text_is_what_the_reward_accepts():
+    gt = [{"name": "get_weather", "arguments": {"city": "lima"}}]
+    assert single_turn_reward(answer_text(gt), gt).score == 1.0
+    assert single_turn_reward(answer_text([]), []).score == 1.0
+
+
+def test_schedule():
+    assert lr_at(0, 100, 1.0) < lr_at(4, 100, 1.0) == 1.0
+    assert lr_at(99, 100, 1.0) < 0.15
+
+
+def test_history_assistant_messages_are_targets_but_not_their_first_token(sample_files, base_model):
+    from toolcall_repro.engines.local.model import load_policy
+    from toolcall_repro.engines.local.warmstart import supervised_examples
+
+    _, tok = load_policy(base_model)
+    sample = load_samples([sample_files["multi_turn"]])[0]
+    (example,), dropped = supervised_examples([sample], tok, 4096)
+    assert dropped == {"overlong": 0}
+    text = tok.decode([example.ids[t] for t in example.targets])
+    history_calls = [c["name"] for m in sample.messages_list for c in m.get("tool_calls", [])]
+    assert len(history_calls) == 2 and all(name in text for name in history_calls)
+    answer = answer_text(sample.ground_truth_list)
+    assert text.endswith(answer + "<|im_end|>")
+    # every history message opens unsupervised, so "<think>" is the only supervised opening
+    assert text.count("<think>") == 1 and text.count("<tool_call>") == 1
+    prompt_len = len(tok(render_prompt(sample, tok), add_special_tokens=False)["input_ids"])
+    assert example.targets == sorted(example.targets) and example.targets[-1] == len(example.ids) - 1
+    assert len([t for t in example.targets if t >= prompt_len]) == len(example.ids) - prompt_len
