@@ -42,7 +42,7 @@ CORPUS = [
 ]
 
 
-def _tokenizer():
+def _tokenizer(corpus, vocab_size):
     # imported here: most tests never build a model, and transformers is slow to import
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -53,9 +53,9 @@ def _tokenizer():
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     backend.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=400, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        vocab_size=vocab_size, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
-    backend.train_from_iterator(CORPUS, trainer)
+    backend.train_from_iterator(corpus, trainer)
     tok = PreTrainedTokenizerFast(
         tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token=None
     )
@@ -63,10 +63,10 @@ def _tokenizer():
     return tok
 
 
-def _save_tiny(directory, *, stop_at_once: bool):
+def _save_tiny(directory, stop_at_once, max_positions, corpus, vocab_size):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    tok = _tokenizer()
+    tok = _tokenizer(corpus, vocab_size)
     torch.manual_seed(0)
     config = Qwen2Config(
         vocab_size=len(tok),
@@ -75,7 +75,7 @@ def _save_tiny(directory, *, stop_at_once: bool):
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=32768,  # BFCL multi-turn prompts run to tens of thousands of tokens
+        max_position_embeddings=max_positions,
         tie_word_embeddings=False,
     )
     model = Qwen2ForCausalLM(config)
@@ -89,17 +89,21 @@ def _save_tiny(directory, *, stop_at_once: bool):
 
 @pytest.fixture(scope="session")
 def tiny_qwen2(tmp_path_factory):
-    """`tiny_qwen2(stop_at_once=False)` -> folder of a random 2-layer Qwen2 + BPE tokenizer (built once each).
+    """`tiny_qwen2(**options)` -> folder of a random 2-layer Qwen2 + byte-level BPE tokenizer with the
+    project's chat template, built once per distinct set of options.
 
-    `stop_at_once=True`: all logits equal, so greedy decoding stops at once with <|im_end|>.
+    stop_at_once=True: all logits equal, so greedy decoding stops at once with <|im_end|>.
+    max_positions: the context the config declares (default 32768: BFCL multi-turn prompts are long).
+    corpus, vocab_size: the tokenizer's training text (default CORPUS) and its vocabulary size.
     """
     built = {}
 
-    def get(*, stop_at_once: bool = False):
-        if stop_at_once not in built:
+    def get(*, stop_at_once=False, max_positions=32768, corpus=CORPUS, vocab_size=400):
+        key = (stop_at_once, max_positions, tuple(corpus), vocab_size)
+        if key not in built:
             name = "tiny_qwen2_stop" if stop_at_once else "tiny_qwen2"
-            built[stop_at_once] = _save_tiny(tmp_path_factory.mktemp(name), stop_at_once=stop_at_once)
-        return built[stop_at_once]
+            built[key] = _save_tiny(tmp_path_factory.mktemp(name), *key)
+        return built[key]
 
     return get
 

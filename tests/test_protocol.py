@@ -409,12 +409,22 @@ def test_chat_messages_through_the_template_equal_render(template, thinking):
     tok = _tiny_tokenizer_for_chat_messages()
     messages = [
         {"role": "user", "content": "weather in Paris?"},
-        {"role": "assistant", "reasoning_content": "need the tool", "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+        {
+            "role": "assistant",
+            "reasoning_content": "need the tool",
+            "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+        },
         {"role": "tool", "content": '{"temp": 21}'},
         {"role": "assistant", "content": "It is 21."},
         {"role": "user", "content": "and in Rome?"},
     ]
-    tools = [{"name": "get_weather", "description": "weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    tools = [
+        {
+            "name": "get_weather",
+            "description": "weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        }
+    ]
     protocol = Protocol(system_prompt="stronger", template=template, thinking=thinking)
     chat = chat_messages(messages, tools, protocol)
     assert all(set(m) == {"role", "content"} for m in chat)

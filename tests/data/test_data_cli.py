@@ -1,58 +1,15 @@
-"""The data stage's command lines end to end on synthetic twins, with the real transformers backend on a
-tiny random Qwen2 model built here (no Hub): synthesize -> normalise -> filter -> subsets -> report."""
+"""The data stage's command lines end to end on synthetic twins, with the real transformers backend on
+the shared tiny random Qwen2 model (`tiny_model_dir`, no Hub): synthesize -> normalise -> filter ->
+subsets -> report."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
-import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-
 from toolcall_repro.data import filter_cli, normalise, report, synthetic
 from toolcall_repro.data.schema import read_samples
-from toolcall_repro.protocol import load_chat_template
 
-SPECIAL = [
-    "<|im_end|>",
-    "<|im_start|>",
-    "<|endoftext|>",
-    "<think>",
-    "</think>",
-    "<tool_call>",
-    "</tool_call>",
-]
 ROWS = {"xlam": 6, "toolace": 3, "looptool": 10}
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=300, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    backend.train_from_iterator(
-        ['{"name": "get_weather", "arguments": {"city": "paris"}} user assistant tool'], trainer
-    )
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    tok.chat_template = load_chat_template()
-    torch.manual_seed(0)
-    cfg = Qwen2Config(
-        vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=8192,
-    )
-    path = tmp_path_factory.mktemp("tiny_policy")
-    Qwen2ForCausalLM(cfg).save_pretrained(path)
-    tok.save_pretrained(path)
-    return str(path)
 
 
 def normalised(d) -> dict:
@@ -117,7 +74,8 @@ def filtered(d, norm, model_dir, seed: int) -> None:
     )
 
 
-def test_stage_end_to_end_with_the_real_backend_is_reproducible(tmp_path, model_dir):
+def test_stage_end_to_end_with_the_real_backend_is_reproducible(tmp_path, tiny_model_dir):
+    model_dir = str(tiny_model_dir)
     d = tmp_path / "a"
     norm = normalised(d)
     filtered(d, norm, model_dir, seed=0)

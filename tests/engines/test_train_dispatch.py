@@ -11,7 +11,16 @@ def parse(*extra):
     argv = ["--train", "t.parquet", "--heldout", "h.parquet", "--base", "m", "--config", '{"n": 8}',
             "--out", "o", "--seed", "3", *extra]  # fmt: skip
     p = pytest.importorskip("argparse").ArgumentParser()
-    for flag in ["--engine", "--train", "--heldout", "--base", "--config", "--out", "--verl", "--verl-launcher"]:
+    for flag in [
+        "--engine",
+        "--train",
+        "--heldout",
+        "--base",
+        "--config",
+        "--out",
+        "--verl",
+        "--verl-launcher",
+    ]:
         p.add_argument(flag)
     for flag in ["--seed", "--threads", "--nodes"]:
         p.add_argument(flag, type=int, default=1)
@@ -27,7 +36,9 @@ def test_local_command_resumes_from_checkpoints():
 @pytest.mark.parametrize("nodes", [1, 2])
 def test_verl_command_runs_the_launcher_with_nodes_and_gpus(nodes):
     verl = json.dumps({"nodes": nodes, "gpus_per_node": 8})
-    args = parse("--nodes", str(nodes), "--verl", verl, "--verl-launcher", "workflow/scripts/verl/launch_verl.sh")
+    args = parse(
+        "--nodes", str(nodes), "--verl", verl, "--verl-launcher", "workflow/scripts/verl/launch_verl.sh"
+    )
     cmd = train.verl_command(args)
     assert cmd[:2] == ["bash", "workflow/scripts/verl/launch_verl.sh"]
     assert cmd[cmd.index("--nodes") + 1] == str(nodes)

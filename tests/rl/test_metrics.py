@@ -6,7 +6,7 @@ from toolcall_repro.rl.metrics import full_set_reward, without_timings
 TIMINGS = {"gen": 1.0, "update_actor": 2.0, "optimizer": 0.1, "step": 3.2}
 
 
-def make(groups, fs=None, skipped=None):
+def make(groups, fs=None, skipped=None, timings=TIMINGS):
     return step_metrics(
         step=3,
         epoch=1,
@@ -18,7 +18,7 @@ def make(groups, fs=None, skipped=None):
         total_num_tokens=40,
         gen_rows=4,
         update_rows=2,
-        timings=TIMINGS,
+        timings=timings,
         cumulative_s=9.0,
         cumulative_device_s=8.0,
     )
@@ -48,21 +48,7 @@ def test_filter_stats_flow_into_the_line():
 def test_full_set_reward_unknown_and_errors():
     assert full_set_reward(0.5, 0.5, None) is None
     with pytest.raises(ValueError, match="timings lacks"):
-        step_metrics(
-            step=0,
-            epoch=0,
-            groups=[[1]],
-            filter_stats=None,
-            skipped_reward_mean=None,
-            gen_tokens=0,
-            update_tokens=0,
-            total_num_tokens=0,
-            gen_rows=1,
-            update_rows=1,
-            timings={"gen": 1},
-            cumulative_s=0,
-            cumulative_device_s=0,
-        )
+        make([[1]], timings={"gen": 1})
     with pytest.raises(ValueError, match="at least one group"):
         make([])
 

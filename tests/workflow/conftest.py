@@ -59,8 +59,8 @@ for f in "$FAKE_SLURM_DIR"/submission-*.args; do
 done
 """,
     "squeue": "#!/usr/bin/env bash\nexit 0\n",
-    "sacctmgr": "#!/usr/bin/env bash\necho \"${TOOLCALL_SLURM_ACCOUNT:-acct}\"\n",
-    "sinfo": "#!/usr/bin/env bash\necho \"${TOOLCALL_SLURM_PARTITION:-gpu}\"\n",
+    "sacctmgr": '#!/usr/bin/env bash\necho "${TOOLCALL_SLURM_ACCOUNT:-acct}"\n',
+    "sinfo": '#!/usr/bin/env bash\necho "${TOOLCALL_SLURM_PARTITION:-gpu}"\n',
     "scontrol": "#!/usr/bin/env bash\necho 'MinJobAge = 300 sec'\n",
     "scancel": "#!/usr/bin/env bash\nexit 0\n",
     "srun": "#!/usr/bin/env bash\nexit 0\n",

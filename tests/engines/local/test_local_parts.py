@@ -34,6 +34,12 @@ def tiny_model(seed=0):
 PROMPTS = [[5, 6, 7, 8, 9, 10], [11, 12, 13], [14, 15, 16, 17]]
 
 
+def sample(model, prompts, n, **kw):
+    """`sample_groups` with this file's EOS and PAD ids; top_p 1 and 8 new tokens unless given."""
+    kw = {"top_p": 1.0, "max_new_tokens": 8} | kw
+    return sample_groups(model, prompts, n, eos_id=EOS, pad_id=PAD, **kw)
+
+
 def test_tokenizer_is_deterministic_and_round_trips():
     texts = ["<|im_start|>user\nswitch the kitchen light on<|im_end|>\n<tool_call>\n{}\n</tool_call>"] * 20
     texts += [f"weather in city {i}\n" for i in range(30)]
@@ -51,20 +57,8 @@ def test_tokenizer_is_deterministic_and_round_trips():
 
 def test_greedy_shared_prefix_matches_hf_generate():
     model = tiny_model()
-    shared = sample_groups(
-        model, PROMPTS, 2, temperature=0, top_p=1, max_new_tokens=8, eos_id=EOS, pad_id=PAD
-    )
-    unshared = sample_groups(
-        model,
-        PROMPTS,
-        2,
-        temperature=0,
-        top_p=1,
-        max_new_tokens=8,
-        eos_id=EOS,
-        pad_id=PAD,
-        share_prefix=False,
-    )
+    shared = sample(model, PROMPTS, 2, temperature=0)
+    unshared = sample(model, PROMPTS, 2, temperature=0, share_prefix=False)
     for prompt, group, other in zip(PROMPTS, shared, unshared, strict=True):
         ref = model.generate(
             torch.tensor([prompt]), max_new_tokens=8, do_sample=False, eos_token_id=EOS, pad_token_id=PAD
@@ -78,17 +72,7 @@ def test_sampling_is_seeded_and_log_probs_match_a_full_forward():
 
     def draw(seed):
         g = torch.Generator().manual_seed(seed)
-        return sample_groups(
-            model,
-            PROMPTS,
-            4,
-            temperature=1.3,
-            top_p=0.95,
-            max_new_tokens=8,
-            eos_id=EOS,
-            pad_id=PAD,
-            generator=g,
-        )
+        return sample(model, PROMPTS, 4, temperature=1.3, top_p=0.95, generator=g)
 
     a, b, c = draw(1), draw(1), draw(2)
     assert a == b and a != c
@@ -109,17 +93,7 @@ def test_top_p_keeps_the_smallest_covering_set():
 
 def _rows(model, adv):
     g = torch.Generator().manual_seed(0)
-    groups = sample_groups(
-        model,
-        PROMPTS[:2],
-        2,
-        temperature=1.0,
-        top_p=1.0,
-        max_new_tokens=6,
-        eos_id=EOS,
-        pad_id=PAD,
-        generator=g,
-    )
+    groups = sample(model, PROMPTS[:2], 2, temperature=1.0, max_new_tokens=6, generator=g)
     return [
         UpdateRow(tuple(p), r.response_ids, r.old_log_probs, adv)
         for p, grp in zip(PROMPTS[:2], groups, strict=True)
@@ -174,6 +148,7 @@ def test_checkpoint_round_trip_keeps_only_the_newest(tmp_path):
     model = tiny_model()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     _update(model, _rows(model, 1.0), micro=4)
+    (tmp_path / ".step_6.tmp999").mkdir(parents=True)  # what a kill -9 mid-write leaves
     for step in (2, 4, 6):
         save_checkpoint(tmp_path, step, model, opt, {"step": step}, keep=2)
     (tmp_path / "step_8").mkdir()  # a directory without state.json is an unfinished checkpoint

@@ -88,3 +88,37 @@ def test_history_assistant_messages_are_targets_but_not_their_first_token(sample
     prompt_len = len(tok(render_prompt(sample, tok), add_special_tokens=False)["input_ids"])
     assert example.targets == sorted(example.targets) and example.targets[-1] == len(example.ids) - 1
     assert len([t for t in example.targets if t >= prompt_len]) == len(example.ids) - prompt_len
+
+
+def test_shared_prefix_gives_the_same_loss_and_gradients_as_full_sequences():
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from toolcall_repro.engines.local.warmstart import Example, shared_prefix, target_loss_sum
+
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(
+        Qwen2Config(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                    num_key_value_heads=2, intermediate_size=64, max_position_embeddings=512)
+    )  # fmt: skip
+    common = torch.randint(0, 97, (40,)).tolist()
+    batch = [
+        Example(common + torch.randint(0, 97, (20 + 3 * i,)).tolist(), list(range(45 + i, 60 + 3 * i)))
+        for i in range(4)
+    ]
+
+    def loss_and_grads(prefix_fn):
+        model.zero_grad()
+        prefix = prefix_fn()
+        loss = sum(target_loss_sum(model, ex, prefix) for ex in batch)
+        loss.backward()
+        return loss.item(), torch.cat([p.grad.flatten() for p in model.parameters()])
+
+    full_loss, full_grads = loss_and_grads(lambda: None)
+    shared = shared_prefix(model, batch)
+    assert shared is not None and shared[0][0].shape[-2] == 40  # the common tokens, before every target
+    shared_loss, shared_grads = loss_and_grads(lambda: shared_prefix(model, batch))
+    assert abs(full_loss - shared_loss) < 1e-4 * abs(full_loss)
+    assert torch.allclose(full_grads, shared_grads, atol=1e-5)
+    # a batch without a common prefix runs whole sequences
+    assert shared_prefix(model, [Example([1, 2, 3], [2]), Example([4, 5, 6], [2])]) is None

@@ -24,29 +24,29 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def rl_model(tiny_model, tmp_path_factory) -> str:
+def rl_model(tiny_model_dir, tmp_path_factory) -> str:
     """The same architecture with other weights: stands in for the RL checkpoint."""
     import torch
     from transformers import AutoTokenizer, Qwen2ForCausalLM
 
     torch.set_num_threads(1)
-    model = Qwen2ForCausalLM.from_pretrained(tiny_model)
+    model = Qwen2ForCausalLM.from_pretrained(tiny_model_dir)
     torch.manual_seed(1)
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.5 * torch.randn_like(p))
     out = tmp_path_factory.mktemp("model") / "rl"
     model.save_pretrained(out)
-    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(out)
+    AutoTokenizer.from_pretrained(tiny_model_dir).save_pretrained(out)
     return str(out)
 
 
-def test_local_task_base_vs_rl_end_to_end(tiny_model, rl_model, samples_parquet, tmp_path):
+def test_local_task_base_vs_rl_end_to_end(tiny_model_dir, rl_model, samples_parquet, tmp_path):
     """The CLI runs lm-eval's hf backend offline on the local task; the table compares base and RL."""
     outs = {}
     # The second run spells its options as the Snakemake rule does (--local-source, --backend transformers).
     for tag, model, data_flag, backend in (
-        ("base", tiny_model, "--data", "hf"),
+        ("base", str(tiny_model_dir), "--data", "hf"),
         ("rl-multi", rl_model, "--local-source", "transformers"),
     ):
         out = tmp_path / "eval" / "general" / tag
@@ -61,7 +61,7 @@ def test_local_task_base_vs_rl_end_to_end(tiny_model, rl_model, samples_parquet,
     harness = json.loads((outs["base"] / "results.json").read_text())
     # The harness's own record: seeds, model args, n-shot, task hashes.
     assert harness["config"]["random_seed"] == 7 and harness["config"]["fewshot_seed"] == 7
-    assert f"pretrained={tiny_model}" in harness["config"]["model_args"]
+    assert f"pretrained={tiny_model_dir}" in harness["config"]["model_args"]
     assert harness["n-shot"][LOCAL_TASK] == 1 and harness["n-samples"][LOCAL_TASK]["effective"] == 8
     assert harness["task_hashes"][LOCAL_TASK]
     assert (outs["base"] / "samples" / f"{LOCAL_TASK}.jsonl").is_file()

@@ -47,6 +47,8 @@ def save_checkpoint(
     """Write checkpoints/step_<step>/ atomically and keep only the newest `keep` checkpoints."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
+    for stale in root.glob(".step_*.tmp*"):  # left by a job killed while writing
+        shutil.rmtree(stale, ignore_errors=True)
     final = root / f"step_{step}"
     tmp = tmp_dir_for(final)
     torch.save(model.state_dict(), tmp / "model.pt")

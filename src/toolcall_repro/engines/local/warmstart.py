@@ -1,6 +1,11 @@
 """Build the tiny base model from nothing: a BPE tokenizer trained on the data, a small Qwen2 model
 from a config, and a short supervised warm start so that GRPO groups start mixed (not all-wrong).
 
+The supervised targets are each sample's labelled answer plus the assistant messages of its history,
+so multi-turn samples teach several calls per forward pass. Measured on the embedded default's data
+(hidden 128, 4 layers, vocab 1024, batch 16, lr 3e-3): groups of 8 at the GRPO temperatures are
+~40% mixed after 600 steps and ~55% after 800 (single-turn reward 0 before ~400 steps).
+
     python -m toolcall_repro.engines.local.warmstart --train A.parquet [B.parquet ...] --out MODEL_DIR \
         --config JSON_OR_YAML --seed S --threads T
 """
@@ -19,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from transformers import DynamicCache
 
 from toolcall_repro.configarg import load_config_arg
 from toolcall_repro.data.schema import Sample
@@ -73,18 +79,44 @@ def supervised_examples(samples: Sequence[Sample], tokenizer, max_tokens: int) -
     return examples, {"overlong": dropped}
 
 
-def target_loss_sum(model, example: Example) -> torch.Tensor:
+def target_loss_sum(model, example: Example, prefix: list | None = None) -> torch.Tensor:
     """Summed cross-entropy of one example's target tokens.
 
     One unpadded sequence at a time: on a CPU this is ~2x faster than a padded batch, because the
-    attention needs no mask (SDPA's causal kernel) and no padding is computed.
+    attention needs no mask (SDPA's causal kernel) and no padding is computed. ``prefix`` is the
+    (keys, values) per layer of the batch's shared leading tokens (see ``shared_prefix``): only the
+    rest of the sequence is run, attending to it, which is the same computation as the full sequence.
     """
+    start = 0 if prefix is None else prefix[0][0].shape[-2]
     first = example.targets[0]
+    if first - 1 < start:
+        raise ValueError("a target lies inside the shared prefix")
     keep = len(example.ids) - first + 1  # logits from position first-1 on
-    logits = model(input_ids=torch.tensor([example.ids]), logits_to_keep=keep).logits[0]
+    cache = None if prefix is None else DynamicCache(ddp_cache_data=prefix, config=model.config)
+    logits = model(
+        input_ids=torch.tensor([example.ids[start:]]), past_key_values=cache, logits_to_keep=keep
+    ).logits[0]
     rows = torch.tensor(example.targets) - first
     labels = torch.tensor([example.ids[t] for t in example.targets])
     return torch.nn.functional.cross_entropy(logits[rows].float(), labels, reduction="sum")
+
+
+def shared_prefix(model, batch: Sequence[Example]) -> list | None:
+    """Run the batch's common leading tokens (the training system prompt) once, with gradients.
+
+    Every sample's prompt opens with the same system prompt text: computing it once per batch instead of
+    once per sequence is the prefix sharing that vLLM does at generation time, applied to the SFT step.
+    """
+    n = min(min(len(ex.ids) for ex in batch), min(ex.targets[0] for ex in batch) - 1)
+    first = batch[0].ids
+    common = 0
+    while common < n and all(ex.ids[common] == first[common] for ex in batch):
+        common += 1
+    if common < 2 or len(batch) < 2:
+        return None
+    cache = DynamicCache(config=model.config)
+    model(input_ids=torch.tensor([first[:common]]), past_key_values=cache, use_cache=True)
+    return [(layer.keys, layer.values) for layer in cache.layers]
 
 
 def lr_at(step: int, total: int, peak: float) -> float:
@@ -129,11 +161,11 @@ def warm_start(samples: Sequence[Sample], tiny: Mapping, seed: int, log=print):
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, steps, peak)
         target_tokens = sum(len(ex.targets) for ex in batch)
-        total = 0.0
-        for ex in batch:  # token-mean over the batch, accumulated one sequence at a time
-            loss = target_loss_sum(model, ex) / target_tokens
-            loss.backward()
-            total += loss.item()
+        prefix = shared_prefix(model, batch)
+        # token-mean over the batch; one backward through the shared prefix and every sequence
+        loss = sum(target_loss_sum(model, ex, prefix) for ex in batch) / target_tokens
+        loss.backward()
+        total = loss.item()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

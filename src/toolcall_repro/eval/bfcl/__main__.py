@@ -30,6 +30,7 @@ def parse_limit(text: str) -> int | dict:
             limits["default"] = int(key)
     return limits
 
+
 def _private_bfcl_root() -> str:
     root = tempfile.mkdtemp(prefix="bfcl_root_")
     atexit.register(shutil.rmtree, root, ignore_errors=True)

@@ -56,7 +56,6 @@ def select_entries(categories: list[str], limit: int | dict | None) -> dict[str,
     return out
 
 
-
 def _sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
