@@ -15,8 +15,7 @@ if config["model"]["base"] == "tiny":
             R("benchmarks", "warmstart_base_model.tsv")
         conda:
             "../envs/cpu.yaml"
-        # It runs alone at the head of the DAG, so it may take both cores of a laptop.
-        threads: max(THREADS, 2)
+        threads: THREADS
         resources:
             gpu=0,
         params:
