@@ -117,9 +117,7 @@ def fmt(value, spec=".2f") -> str:
 
 def print_table(setting: str, rows: list[dict], time_key: str) -> None:
     print(f"\n{setting} (time = {time_key}, target = lowest best held-out accuracy {rows[0]['target']:.3f})")
-    head = (
-        "variant          steps  time_s  s/step  acc0   best   t_target  speedup  epoch_x  f     u     m/n   limit"
-    )
+    head = "variant          steps  time_s  s/step  acc0   best   t_target  speedup  epoch_x  f     u     m/n   limit"
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -136,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default="config/config.yaml")
     p.add_argument("--results", help="a results/<run_id> tree with data/train/*.parquet and models/base")
     p.add_argument("--from-runs", help="read <dir>/<setting>/<variant>/ runs instead of training")
-    p.add_argument("--out", default="benchmarks/out/grpo_speedup")
+    p.add_argument(
+        "--out", default="results/benchmarks/grpo_speedup", help="run dirs (results/ is git-ignored)"
+    )
     p.add_argument("--settings", nargs="+", default=list(SETTINGS))
     p.add_argument("--variants", nargs="+", default=list(VARIANTS))
     p.add_argument("--seed", type=int, default=0)
@@ -153,7 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         p.error("give --results (train now) or --from-runs (read finished runs)")
     time_key = "time/cumulative_device_s" if args.time == "cpu" else "time/cumulative_s"
     for setting in args.settings:
-        runs = {v: read_run(root / setting / v) for v in args.variants if (root / setting / v / "summary.json").exists()}
+        runs = {
+            v: read_run(root / setting / v)
+            for v in args.variants
+            if (root / setting / v / "summary.json").exists()
+        }
         if runs:
             print_table(setting, setting_table(runs, config, setting, time_key), time_key)
     return 0

@@ -93,9 +93,7 @@ def target_loss_sum(model, example: Example, prefix: list | None = None) -> torc
         raise ValueError("a target lies inside the shared prefix")
     keep = len(example.ids) - first + 1  # logits from position first-1 on
     cache = None if prefix is None else DynamicCache(ddp_cache_data=prefix, config=model.config)
-    logits = model(
-        input_ids=torch.tensor([example.ids[start:]]), past_key_values=cache, logits_to_keep=keep
-    ).logits[0]
+    logits = model(input_ids=torch.tensor([example.ids[start:]]), cache=cache, logits_to_keep=keep).logits[0]
     rows = torch.tensor(example.targets) - first
     labels = torch.tensor([example.ids[t] for t in example.targets])
     return torch.nn.functional.cross_entropy(logits[rows].float(), labels, reduction="sum")
@@ -115,7 +113,7 @@ def shared_prefix(model, batch: Sequence[Example]) -> list | None:
     if common < 2 or len(batch) < 2:
         return None
     cache = DynamicCache(config=model.config)
-    model(input_ids=torch.tensor([first[:common]]), past_key_values=cache, use_cache=True)
+    model(input_ids=torch.tensor([first[:common]]), cache=cache, use_cache=True)
     return [(layer.keys, layer.values) for layer in cache.layers]
 
 
