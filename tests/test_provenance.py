@@ -48,6 +48,19 @@ def test_archive_round_trips_and_names_a_flipped_byte(run_dir, tmp_path):
     assert cli.main(["verify", str(tampered)]) == 1
 
 
+def test_extra_files_with_the_same_name_do_not_collide(run_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for rel in ["config/config.yaml", ".test/config.yaml"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(f"# {rel}\n")
+    archive = tmp_path / "x.tar.gz"
+    provenance.pack_archive(run_dir, archive, ["config/config.yaml", ".test/config.yaml"])
+    assert provenance.verify_archive(archive) == []
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    assert "demo/extra/config/config.yaml" in names and "demo/extra/.test/config.yaml" in names
+
+
 def test_archive_is_deterministic(run_dir, tmp_path):
     a, b = tmp_path / "a.tar.gz", tmp_path / "b.tar.gz"
     provenance.pack_archive(run_dir, a)

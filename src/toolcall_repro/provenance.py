@@ -226,7 +226,7 @@ def pack_archive(run_dir: str | Path, archive: str | Path, extra: Iterable[str |
     archive = Path(archive)
     files = [f for f in iter_files([run_dir]) if "archive" not in f.relative_to(run_dir).parts[:1]]
     members = [(f, f"{run_dir.name}/{f.relative_to(run_dir)}") for f in files]
-    members += [(Path(e), f"{run_dir.name}/extra/{Path(e).name}") for e in iter_files(extra)]
+    members += [(Path(e), f"{run_dir.name}/extra/{_extra_name(e)}") for e in iter_files(extra)]
     sums = "".join(f"{sha256_file(src)}  {name}\n" for src, name in members)
     archive.parent.mkdir(parents=True, exist_ok=True)
     tmp = archive.with_name(f".{archive.name}.tmp{os.getpid()}")
@@ -242,6 +242,16 @@ def pack_archive(run_dir: str | Path, archive: str | Path, extra: Iterable[str |
         tar.addfile(info, io.BytesIO(blob))
     os.replace(tmp, archive)
     return len(members)
+
+
+def _extra_name(path: str | Path) -> str:
+    """Where an extra file goes under extra/: its path relative to the working directory when it lies
+    below it (config/config.yaml and .test/config.yaml must not collide), else its absolute path."""
+    absolute = Path(path).resolve()
+    try:
+        return str(absolute.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(absolute).lstrip("/")
 
 
 def verify_archive(archive: str | Path) -> list[str]:
