@@ -86,6 +86,15 @@ def test_speedup_table_says_not_reached(run_dir):
     assert any("not reached" in n for n in t.notes)
 
 
+def test_speedup_table_says_when_the_target_is_the_starting_accuracy(run_dir):
+    # Both runs start from the same base at 0.1: a target met at time 0 measures no speedup.
+    runs = loaders.load_training_runs(run_dir, loaders.ManifestIndex(run_dir))
+    t = efficiency.speedup_table(runs, target=0.1)
+    assert t.display.set_index("variant").loc["efficient", "speedup"] == "at start"
+    assert any("initial held-out accuracy" in n for n in t.notes)
+    assert not any("not reached" in n for n in t.notes)
+
+
 def test_markdown_escapes_pipes():
     md = tabular.markdown_table(pd.DataFrame({"a": ["x|y"]}))
     assert "x\\|y" in md

@@ -101,7 +101,14 @@ def speedup_table(
                 row["speedup_ci_low"] = result.ci_low if result.ci_low is not None else math.nan
                 row["speedup_ci_high"] = result.ci_high if result.ci_high is not None else math.nan
                 row["not_reached_seeds"] = ",".join(map(str, result.not_reached))
-                if not reached:
+                at_start = [s for s in result.per_seed.values() if s.candidate_time == 0]
+                if at_start and len(at_start) == len(result.per_seed):
+                    row["at_start"] = True
+                    notes.append(
+                        f"{setting}/{variant}: target {result.target:.3f} is the initial held-out accuracy "
+                        "(training never improved on the start), so there is no speedup at matched accuracy"
+                    )
+                elif not reached:
                     notes.append(f"{setting}/{variant}: target {result.target:.3f} not reached by both runs")
             for key in (
                 "filter_rate",
@@ -153,6 +160,8 @@ def _speedup_display(frame: pd.DataFrame) -> pd.DataFrame:
         )
         missed = r.get("not_reached_seeds")
         reached = "not reached" if isinstance(missed, str) and missed else None
+        if r.get("at_start") is True:
+            reached = "at start"
         shown.append(
             {
                 "setting": r["setting"],
