@@ -1,3 +1,4 @@
+import io
 import json
 import sys
 import tarfile
@@ -42,7 +43,7 @@ def test_archive_round_trips_and_names_a_flipped_byte(run_dir, tmp_path):
             data = src.extractfile(m).read()
             if m.name.endswith("tables/t.csv"):
                 data = bytes([data[0] ^ 0x01]) + data[1:]
-            dst.addfile(m, __import__("io").BytesIO(data))
+            dst.addfile(m, io.BytesIO(data))
     problems = provenance.verify_archive(tampered)
     assert problems == ["demo/tables/t.csv: checksum differs"]
     assert cli.main(["verify", str(tampered)]) == 1

@@ -1,5 +1,6 @@
 """The train_grpo rule's entry point picks the engine and passes the same inputs to either."""
 
+import argparse
 import json
 
 import pytest
@@ -10,7 +11,7 @@ from toolcall_repro.engines import train
 def parse(*extra):
     argv = ["--train", "t.parquet", "--heldout", "h.parquet", "--base", "m", "--config", '{"n": 8}',
             "--out", "o", "--seed", "3", *extra]  # fmt: skip
-    p = pytest.importorskip("argparse").ArgumentParser()
+    p = argparse.ArgumentParser()
     for flag in [
         "--engine",
         "--train",

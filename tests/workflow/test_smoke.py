@@ -1,6 +1,7 @@
 """A real end-to-end run of the CI smoke config (.test/config.yaml), then what a user does with it:
 rerun after one knob changes, verify the archive, build the report."""
 
+import io
 import json
 import shutil
 import subprocess
@@ -96,7 +97,7 @@ def test_archive_round_trips_and_names_a_flipped_byte(smoke_run, tmp_path):
                 data = tar.extractfile(member).read() if member.isfile() else None
                 if member.name == target:
                     data = data.replace(b"{", b"[", 1)
-                out.addfile(member, __import__("io").BytesIO(data) if data is not None else None)
+                out.addfile(member, io.BytesIO(data) if data is not None else None)
     bad = subprocess.run([*cli, str(tampered)], capture_output=True, text=True)
     assert bad.returncode == 1 and target in bad.stdout
 

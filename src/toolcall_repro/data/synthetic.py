@@ -194,6 +194,13 @@ def _truncate(key: str) -> Callable[[dict], dict]:
     return lambda row: row | {key: row[key][: len(row[key]) // 2]}
 
 
+def _assistant_reply(value: str) -> Callable[[dict], dict]:
+    """A ToolACE row whose first user turn is answered by `value` (a malformed Python-style call)."""
+    return lambda row: (
+        row | {"conversations": [row["conversations"][0], {"from": "assistant", "value": value}]}
+    )
+
+
 def _not_json(row: dict) -> str:
     return json.dumps(row)[:40]  # a line cut mid-way: not JSON at all
 
@@ -209,31 +216,9 @@ MALFORMED: dict[str, list[tuple[str, Callable]]] = {
     ],
     "toolace": [
         ("no_tools_in_system", _set("system", "you can call functions.")),
-        (
-            "bad_call",
-            lambda row: (
-                row
-                | {
-                    "conversations": [
-                        row["conversations"][0],
-                        {"from": "assistant", "value": "[get_weather(city=]"},
-                    ]
-                }
-            ),
-        ),
+        ("bad_call", _assistant_reply("[get_weather(city=]")),
         ("empty_conversation", _set("conversations", [])),
-        (
-            "bad_call",
-            lambda row: (
-                row
-                | {
-                    "conversations": [
-                        row["conversations"][0],
-                        {"from": "assistant", "value": "[get_weather('paris')]"},
-                    ]
-                }
-            ),
-        ),
+        ("bad_call", _assistant_reply("[get_weather('paris')]")),
     ],
     "looptool": [
         ("no_tools_in_instruction", _set("instruction", "you help the user with tools.")),
