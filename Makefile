@@ -8,8 +8,9 @@ install-verl:
 	bash scripts/install-verl-env.sh
 
 # The embedded default, end to end on 2 local cores, no network.
+# Jobs call `python -m toolcall_repro ...`, so the venv's bin goes first on PATH.
 run: install
-	.venv/bin/snakemake --cores 2
+	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/snakemake --cores 2
 
 # Every test: the main suite in .venv, then the verl CPU tests in .venv-verl.
 test: install install-verl

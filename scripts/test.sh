@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 export BFCL_PROJECT_ROOT=${BFCL_PROJECT_ROOT:-$PWD/.bfcl}
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 .venv/bin/ruff check src tests benchmarks scripts
-.venv/bin/python -m pytest -q -m "not verl" tests
+.venv/bin/python -m pytest -q -m "not verl" --durations=15 tests
 .venv-verl/bin/python -m pytest -q -m verl tests/engines/verl -p no:cacheprovider

@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -252,11 +253,12 @@ def official_verdicts(
         models.append(model)
         categories.update(results)
         write_result_tree(root / "result", model.replace("/", "_"), results)
-    bfcl = shutil.which("bfcl")
-    if bfcl is None:
-        raise RuntimeError("the `bfcl` command (bfcl-eval) is not on PATH")
+    # `python -m bfcl_eval` with this interpreter: the `bfcl` script is only on PATH when the venv is
+    # activated, and CI runs `.venv/bin/python -m pytest` without activating it.
     cmd = [
-        bfcl,
+        sys.executable,
+        "-m",
+        "bfcl_eval",
         "evaluate",
         "--model",
         ",".join(models),
