@@ -9,6 +9,7 @@ import pytest
 from toolcall_repro.data import filters
 from toolcall_repro.data.rollouts import chunk_seed, run_rollouts
 from toolcall_repro.data.schema import Sample
+from toolcall_repro.data.split import is_reserved
 from toolcall_repro.toolcall import format_tool_calls
 
 try:
@@ -230,3 +231,30 @@ def test_pool_has_no_rollouts_and_a_heldout_split():
     assert len(heldout) == 2 and len(train) == 8
     assert report["steps"][1]["dropped"] == {"duplicate": 1}
     json.dumps(report)  # the report is plain JSON
+
+
+def test_heldout_is_drawn_only_from_reserved_survivors():
+    pool = [sample(i) for i in range(60)]
+    script = {s.id: [WRONG, right(s)] for s in pool}
+    cfg = {"heldout_fraction": 0.15, "reserve_fraction": 0.3, "target_size": None}
+    train, heldout, report = filters.filter_single_turn(pool, cfg, 2, scorer(ScriptedBackend(script), 2))
+    reserved = {s.id for s in pool if is_reserved(s, 0.3, 2)}
+    assert len(heldout) == 9 and {s.id for s in heldout} <= reserved
+    # the rest of the reserve is not wasted: it trains
+    assert reserved - {s.id for s in heldout} <= {s.id for s in train}
+    step = next(x for x in report["steps"] if x["step"] == "heldout_split")
+    assert f"drawn from {len(reserved)} reserved survivors" in step["note"]
+    assert report["heldout"]["reserve_fraction"] == 0.3
+
+
+def test_a_short_reserve_caps_the_heldout_split_and_says_so():
+    pool = [sample(i) for i in range(20)]
+    script = {s.id: [WRONG, right(s)] for s in pool}
+    cfg = {"heldout_size": 10, "reserve_fraction": 0.1, "target_size": None}
+    _, heldout, report = filters.filter_single_turn(pool, cfg, 0, scorer(ScriptedBackend(script), 2))
+    reserved = [s.id for s in pool if is_reserved(s, 0.1, 0)]
+    assert [s.id for s in heldout] == reserved and len(reserved) < 10
+    step = next(x for x in report["steps"] if x["step"] == "heldout_split")
+    assert step["note"].startswith(
+        f"drawn from {len(reserved)} reserved survivors (reserve_fraction 0.1); 10 wanted"
+    )

@@ -23,6 +23,9 @@ def test_shipped_configs_are_valid(path):
         ({"evaluate": {"protocols": {"default": {"template": "pasted"}}}}, "template"),
         ({"engines": {"threads": 0}}, "threads"),
         ({"typo_section": 1}, "typo_section"),
+        ({"filter": {"reserve_fraction": 1.0}}, "reserve_fraction"),
+        # a cross-key rule: the tiny model's warm start needs a reserve for honest held-out splits
+        ({"filter": {"reserve_fraction": 0}}, "filter.reserve_fraction must be > 0 with model.base: tiny"),
     ],
 )
 def test_bad_config_fails_before_any_job_naming_the_key(tmp_path, smk, make_config, overrides, named):

@@ -10,6 +10,12 @@ report: "../report/workflow.rst"
 
 # A bad config fails here, before any job, with the offending key named.
 validate(config, "../schemas/config.schema.yaml")
+# Beyond one key: the tiny base model is warm-started on the data, so the held-out splits need a reserve.
+if config["model"]["base"] == "tiny" and config["filter"]["reserve_fraction"] == 0:
+    raise ValueError(
+        "filter.reserve_fraction must be > 0 with model.base: tiny: the warm start would train on "
+        "the held-out splits (see config/README.md)"
+    )
 
 RUN = os.path.join("results", config["run_id"])
 ENVS = "../envs"
@@ -48,6 +54,11 @@ def subtree(*keys):
 
 def as_json(obj):
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def heldout_cfg():
+    """How every filter chain carves its held-out split (data.split: the reserve)."""
+    return {k: subtree("filter", k) for k in ("heldout_fraction", "reserve_fraction")}
 
 
 def stage_resources(stage, **defaults):

@@ -32,7 +32,7 @@ rule filter_single_turn:
         cfg=as_json(
             {
                 **subtree("filter", "single_turn"),
-                "heldout_fraction": subtree("filter", "heldout_fraction"),
+                **heldout_cfg(),
             }
         ),
         seeds=as_json({"filter": subtree("filter", "seed")}),
@@ -70,7 +70,7 @@ rule filter_multi_turn:
         cfg=as_json(
             {
                 **subtree("filter", "multi_turn"),
-                "heldout_fraction": subtree("filter", "heldout_fraction"),
+                **heldout_cfg(),
             }
         ),
         seeds=as_json({"filter": subtree("filter", "seed")}),
@@ -139,7 +139,7 @@ rule pool_tooln1:
     resources:
         gpu=0,
     params:
-        cfg=as_json({"heldout_fraction": subtree("filter", "heldout_fraction")}),
+        cfg=as_json(heldout_cfg()),
         seeds=as_json({"filter": subtree("filter", "seed")}),
         seed=subtree("filter", "seed"),
     shell:

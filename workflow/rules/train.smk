@@ -20,14 +20,28 @@ if config["model"]["base"] == "tiny":
             gpu=0,
         params:
             cfg=as_json(subtree("model", "tiny")),
-            seeds=as_json({"model": subtree("model", "tiny", "seed")}),
+            record=as_json(
+                {
+                    "model.tiny": subtree("model", "tiny"),
+                    "filter.reserve_fraction": subtree("filter", "reserve_fraction"),
+                }
+            ),
+            seeds=as_json(
+                {
+                    "model": subtree("model", "tiny", "seed"),
+                    "reserve": subtree("filter", "seed"),
+                }
+            ),
             seed=subtree("model", "tiny", "seed"),
+            reserve=subtree("filter", "reserve_fraction"),
+            reserve_seed=subtree("filter", "seed"),
         shell:
             "python -m toolcall_repro.provenance run --rule warmstart_base_model --manifest {output.manifest:q}"
-            " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+            " --config {params.record:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
             " --gpus {resources.gpu} --"
             " python -m toolcall_repro.engines.local.warmstart --train {input.samples}"
             " --out {output.model} --config {params.cfg:q} --seed {params.seed}"
+            " --reserve-fraction {params.reserve} --reserve-seed {params.reserve_seed}"
             " --threads {threads} > {log} 2>&1"
 
 

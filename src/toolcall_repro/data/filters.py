@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from toolcall_repro.data.rollouts import rollout_summary
 from toolcall_repro.data.schema import Sample
+from toolcall_repro.data.split import partition
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -179,9 +180,23 @@ def heldout_count(n: int, config: dict) -> int:
 
 
 def finish(chain: Chain, config: dict, seed: int, setting: str) -> tuple[list[Sample], list[Sample]]:
-    """Carve the held-out split from what survived the filters, then sample the rest to the target size."""
-    heldout = choose(chain.samples, heldout_count(len(chain.samples), config), seed, f"heldout:{setting}")
-    chain.split("heldout_split", heldout, "heldout", note="carved before target-size sampling")
+    """Carve the held-out split from what survived the filters, then sample the rest to the target size.
+
+    With ``reserve_fraction`` > 0 the held-out split is drawn only from reserved survivors
+    (`data.split`: never seen by the tiny model's warm start); its size is still a fraction of all
+    survivors, capped by how many reserved survivors there are (the note says when it falls short).
+    """
+    count = heldout_count(len(chain.samples), config)
+    fraction = float(config.get("reserve_fraction", 0.0))
+    if fraction > 0:
+        _, candidates = partition(chain.samples, fraction, seed)
+        note = f"drawn from {len(candidates)} reserved survivors (reserve_fraction {fraction})"
+        if len(candidates) < count:
+            note += f"; {count} wanted"
+    else:
+        candidates, note = chain.samples, "drawn from all survivors (no reserve)"
+    heldout = choose(candidates, count, seed, f"heldout:{setting}")
+    chain.split("heldout_split", heldout, "heldout", note=f"{note}; carved before target-size sampling")
     target = config.get("target_size")
     if target is not None and len(chain.samples) > int(target):
         keep = choose(chain.samples, int(target), seed, f"target:{setting}")
@@ -290,6 +305,7 @@ def _report(setting, samples, chain, results, train, heldout, config) -> dict:
         "rollouts": rollout_summary(results),
         "heldout": {
             "size": len(heldout),
+            "reserve_fraction": float(config.get("reserve_fraction", 0.0)),
             "sources": source_counts(heldout),
             "ids_sha256": ids_digest(heldout),
         },

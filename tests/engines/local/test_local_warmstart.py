@@ -6,6 +6,8 @@ import torch
 from tokenizers import Tokenizer
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from toolcall_repro.data.filters import ids_digest
+from toolcall_repro.data.split import partition
 from toolcall_repro.engines.local.prompts import answer_text, load_samples, render_prompt
 from toolcall_repro.engines.local.warmstart import lr_at, warm_start
 from toolcall_repro.protocol import load_chat_template
@@ -28,13 +30,24 @@ def test_cli_builds_a_model_dir_that_reloads_with_the_same_tokens(sample_files, 
         json.dumps(cfg),
         "--seed",
         "0",
+        "--reserve-fraction",
+        "0.25",
+        "--reserve-seed",
+        "3",
         "--threads",
         "1",
     ]
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads((out / "warmstart_report.json").read_text())
-    assert report["examples"] == 32 and report["sft_steps"] == 3 and report["dropped"] == {"overlong": 0}
+    # reserved ids (the filters' held-out candidates) never reach the warm start
+    everything = load_samples([sample_files["single_turn"], sample_files["multi_turn"]])
+    _, reserved = partition(everything, 0.25, 3)
+    assert len(everything) == 32 and 0 < len(reserved) < 32
+    assert report["reserve"]["excluded"] == len(reserved)
+    assert report["reserve"]["excluded_ids_sha256"] == ids_digest(reserved)
+    assert report["examples"] == 32 - len(reserved)
+    assert report["sft_steps"] == 3 and report["dropped"] == {"overlong": 0}
     model = AutoModelForCausalLM.from_pretrained(out)
     tok = AutoTokenizer.from_pretrained(out)
     assert model.config.model_type == "qwen2" and model.config.vocab_size == len(tok)

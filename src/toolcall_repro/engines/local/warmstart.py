@@ -7,7 +7,11 @@ so multi-turn samples teach several calls per forward pass. Measured on the embe
 ~40% mixed after 600 steps and ~55% after 800 (single-turn reward 0 before ~400 steps).
 
     python -m toolcall_repro.engines.local.warmstart --train A.parquet [B.parquet ...] --out MODEL_DIR \
-        --config JSON_OR_YAML --seed S --threads T
+        --config JSON_OR_YAML --seed S --reserve-fraction F --reserve-seed S2 --threads T
+
+Reserved conversations (`toolcall_repro.data.split`) are left out of the tokenizer and the supervised
+steps: the filters draw their held-out splits from them, so held-out accuracy is on prompts the model
+never saw.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ import torch
 from transformers import DynamicCache
 
 from toolcall_repro.configarg import load_config_arg
+from toolcall_repro.data.filters import ids_digest
 from toolcall_repro.data.schema import Sample
+from toolcall_repro.data.split import partition
 from toolcall_repro.engines.local.model import build_model, save_hf_dir, set_threads, tiny_config
 from toolcall_repro.engines.local.prompts import answer_text, load_samples, render_prompt, training_protocol
 from toolcall_repro.engines.local.tokenizer import provisional_tokenizer, train_tokenizer
@@ -196,12 +202,26 @@ def main(argv: list[str] | None = None) -> int:
         "--config", required=True, help="the model.tiny subtree: inline JSON or a JSON/YAML file"
     )
     parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument(
+        "--reserve-fraction",
+        type=float,
+        required=True,
+        help="filter.reserve_fraction: reserved conversations (data.split) are kept out of the warm start",
+    )
+    parser.add_argument("--reserve-seed", type=int, required=True, help="filter.seed")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     set_threads(args.threads)
     tiny = load_config_arg(args.config)
-    samples = load_samples(args.train)
+    samples, reserved = partition(load_samples(args.train), args.reserve_fraction, args.reserve_seed)
+    print(f"reserve: {len(reserved)} of {len(samples) + len(reserved)} samples kept out", flush=True)
     model, tokenizer, report = warm_start(samples, tiny, args.seed, log=lambda m: print(m, flush=True))
+    report["reserve"] = {
+        "fraction": args.reserve_fraction,
+        "seed": args.reserve_seed,
+        "excluded": len(reserved),
+        "excluded_ids_sha256": ids_digest(reserved),
+    }
     extra = {"warmstart_report.json": json.dumps(report, indent=2, sort_keys=True)}
     save_hf_dir(model, tokenizer, Path(args.out), extra_files=extra)
     print(json.dumps(report, sort_keys=True))
