@@ -21,6 +21,7 @@ RUN = os.path.join("results", config["run_id"])
 ENVS = "../envs"
 PAPER_SCALE = config["engines"]["training"] == "verl"
 THREADS = config["engines"]["threads"]
+WARMSTART_THREADS = config["engines"].get("warmstart_threads", THREADS)
 SETTINGS = ["single_turn", "multi_turn"]
 SOURCES = ["xlam", "toolace", "looptool"]
 VERL = config["train"].get("verl", {"nodes": 1, "gpus_per_node": 0})

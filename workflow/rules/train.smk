@@ -15,7 +15,7 @@ if config["model"]["base"] == "tiny":
             R("benchmarks", "warmstart_base_model.tsv")
         conda:
             "../envs/cpu.yaml"
-        threads: THREADS
+        threads: WARMSTART_THREADS
         resources:
             gpu=0,
         params:
