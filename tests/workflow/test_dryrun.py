@@ -11,6 +11,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def job_counts(stdout: str) -> dict[str, int]:
+    assert "Job stats:" in stdout, stdout[-3000:]  # "Nothing to be done": the run dir was not fresh
     table = stdout.split("Job stats:")[1].split("total")[0]
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 

@@ -1,16 +1,13 @@
 """What the slurm profile would submit for a training job, recorded by fake SLURM commands on PATH."""
 
-import os
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
 
-
-def prepare_inputs(run_id: str) -> Path:
+def prepare_inputs(workdir: Path, run_id: str) -> Path:
     """Touch the inputs of one multi-turn training job so that it is the only job to submit."""
-    run = REPO / "results" / run_id
+    run = workdir / "results" / run_id
     for rel in ["data/train/multi_turn.parquet", "data/train/heldout_multi_turn.parquet"]:
         (run / rel).parent.mkdir(parents=True, exist_ok=True)
         (run / rel).write_bytes(b"")
@@ -23,23 +20,18 @@ def submissions(record_dir: Path) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("nodes", [1, 2])
-def test_training_job_submission(tmp_path, smk, make_config, fake_cluster, nodes):
+def test_training_job_submission(tmp_path, workdir, smk, make_config, fake_cluster, nodes):
     env, record_dir = fake_cluster
-    run_id = f"slurmtest-{nodes}node-{os.getpid()}"
+    run_id = f"slurmtest-{nodes}node"
     cfg = make_config(tmp_path, "config/paper.yaml", {"run_id": run_id, "train": {"verl": {"nodes": nodes}}})
-    run = prepare_inputs(run_id)
-    try:
-        res = smk(
-            "--profile", "profiles/slurm", "--configfile", str(cfg),
-            "--slurm-init-seconds-before-status-checks", "1", "--latency-wait", "1", "--retries", "0",
-            "--allowed-rules", "train_grpo", "--",
-            f"results/{run_id}/train/multi_turn/vanilla/summary.json",
-            env=env, timeout=300,
-        )  # fmt: skip
-    finally:
-        import shutil
-
-        shutil.rmtree(run, ignore_errors=True)
+    prepare_inputs(workdir, run_id)
+    res = smk(
+        "--profile", "profiles/slurm", "--configfile", str(cfg),
+        "--slurm-init-seconds-before-status-checks", "1", "--latency-wait", "1", "--retries", "0",
+        "--allowed-rules", "train_grpo", "--",
+        f"results/{run_id}/train/multi_turn/vanilla/summary.json",
+        env=env, timeout=300,
+    )  # fmt: skip
     subs = submissions(record_dir)
     assert len(subs) == 1, res.stdout + res.stderr
     args = " ".join(subs[0])

@@ -1,8 +1,16 @@
 """A real end-to-end run of the CI smoke config (.test/config.yaml), then what a user does with it:
-rerun after one knob changes, verify the archive, build the report."""
+rerun after one knob changes, verify the archive, build the report.
 
+The run happens in a working directory of its own. On CI, `.ci/run` has already run this config with
+`make run RUN_CONFIG=.test/config.yaml` in the clone (the README's order: run, then test) and names that
+clone in TOOLCALL_SMOKE_RUN: the tests check a copy of that run (results and Snakemake's metadata)
+instead of running the workflow a second time, and write nothing into the clone.
+"""
+
+import functools
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -11,24 +19,45 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _workflow_helpers import REPO, make_workdir, snakemake
 
-REPO = Path(__file__).resolve().parents[2]
 CONFIG = ".test/config.yaml"
 RUN_ID = yaml.safe_load((REPO / CONFIG).read_text())["run_id"]
-RUN = REPO / "results" / RUN_ID
+GIVEN_RUN = "TOOLCALL_SMOKE_RUN"
 
 pytestmark = pytest.mark.workflow
 
 
 @pytest.fixture(scope="module")
-def smoke_run(smk):
-    shutil.rmtree(RUN, ignore_errors=True)
+def work(tmp_path_factory):
+    """The smoke run's working directory."""
+    return make_workdir(tmp_path_factory.mktemp("smoke"))
+
+
+@pytest.fixture(scope="module")
+def smk(work):
+    return functools.partial(snakemake, cwd=work)
+
+
+@pytest.fixture(scope="module")
+def run_dir(work):
+    return work / "results" / RUN_ID
+
+
+@pytest.fixture(scope="module")
+def smoke_run(work, smk, run_dir):
+    given = os.environ.get(GIVEN_RUN)
+    if given:
+        src = Path(given) / "results" / RUN_ID
+        assert (src / "provenance.json").is_file(), f"{GIVEN_RUN}={given} holds no completed {RUN_ID} run"
+        shutil.copytree(src, run_dir, symlinks=True)  # copy2: mtimes kept, so Snakemake sees the same state
+        shutil.copytree(Path(given) / ".snakemake" / "metadata", work / ".snakemake" / "metadata")
+        return
     res = smk("--cores", "2", "--configfile", CONFIG, timeout=1800)
     assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-5000:]
-    return res
 
 
-def test_every_stage_wrote_its_outputs(smoke_run):
+def test_every_stage_wrote_its_outputs(smoke_run, run_dir):
     for rel in [
         "data/filter_report.json", "data/filter_report.md", "models/base/config.json",
         "data/train/single_turn.parquet", "data/train/multi_turn.parquet",
@@ -36,11 +65,11 @@ def test_every_stage_wrote_its_outputs(smoke_run):
         "eval/bfcl/base/default/summary.json", "tables/index.md", "figures/index.md",
         "provenance.json", f"archive/{RUN_ID}.tar.gz",
     ]:  # fmt: skip
-        assert (RUN / rel).exists(), rel
-    record = json.loads((RUN / "provenance.json").read_text())
-    manifests = list((RUN / "manifests").rglob("*.json"))
+        assert (run_dir / rel).exists(), rel
+    record = json.loads((run_dir / "provenance.json").read_text())
+    manifests = list((run_dir / "manifests").rglob("*.json"))
     assert record["jobs"] == len(manifests) > 20
-    m = json.loads((RUN / "manifests" / "train_grpo" / "multi_turn-efficient.json").read_text())
+    m = json.loads((run_dir / "manifests" / "train_grpo" / "multi_turn-efficient.json").read_text())
     assert m["config"]["variant"] == "efficient" and m["config"]["downsample"]["m"] >= 1
     assert m["inputs"] and m["outputs"] and m["cpu_s"] > 0 and m["git"]["commit"]
 
@@ -80,8 +109,8 @@ def output_line(block: str) -> str:
     return next(line for line in block.splitlines() if line.strip().startswith("output:"))
 
 
-def test_archive_round_trips_and_names_a_flipped_byte(smoke_run, tmp_path):
-    archive = RUN / "archive" / f"{RUN_ID}.tar.gz"
+def test_archive_round_trips_and_names_a_flipped_byte(smoke_run, run_dir, tmp_path):
+    archive = run_dir / "archive" / f"{RUN_ID}.tar.gz"
     cli = [sys.executable, "-m", "toolcall_repro.cli", "verify"]
     ok = subprocess.run([*cli, str(archive)], capture_output=True, text=True)
     assert ok.returncode == 0 and "OK" in ok.stdout
@@ -102,9 +131,9 @@ def test_archive_round_trips_and_names_a_flipped_byte(smoke_run, tmp_path):
     assert bad.returncode == 1 and target in bad.stdout
 
 
-def test_html_report_builds(smoke_run, smk):
-    report = RUN / "report.html"
-    res = smk("--configfile", CONFIG, "--report", str(report.relative_to(REPO)))
+def test_html_report_builds(smoke_run, smk, work, run_dir):
+    report = run_dir / "report.html"
+    res = smk("--configfile", CONFIG, "--report", str(report.relative_to(work)))
     assert res.returncode == 0, res.stderr[-3000:]
     html = report.read_text(errors="replace")
     assert len(html) > 10_000 and "toolcall-repro" in html

@@ -1,0 +1,35 @@
+"""The README's order: `make run` first, then `make test`. With a completed results/embedded in the work
+tree (Snakemake says "Nothing to be done" there), the dry-run tests still find their jobs and write
+nothing into that tree."""
+
+import re
+import shutil
+import subprocess
+import sys
+
+from _workflow_helpers import REPO, fabricate_completed_run, make_workdir, snakemake, tree_state
+
+
+def test_dry_run_tests_pass_in_a_work_tree_where_make_run_completed(tmp_path):
+    # A clone of the work tree: the code linked, the tests copied (they locate the work tree from their
+    # own path), and a completed embedded default in its results/ as `make run` leaves it.
+    clone = make_workdir(tmp_path / "clone")
+    (clone / "pyproject.toml").symlink_to(REPO / "pyproject.toml")  # pytest's options and markers
+    (clone / "tests").mkdir()
+    shutil.copy(REPO / "tests" / "conftest.py", clone / "tests")
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(REPO / "tests" / "workflow", clone / "tests" / "workflow", ignore=ignore)
+    fabricate_completed_run(clone)
+    done = snakemake("-n", cwd=clone)
+    assert done.returncode == 0 and "Nothing to be done" in done.stdout + done.stderr, done.stdout[-3000:]
+    before = {d: tree_state(clone / d) for d in ("results", ".snakemake")}
+
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'inner'}",
+         "tests/workflow/test_dryrun.py"],
+        cwd=clone, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-3000:]
+    passed = re.search(r"(\d+) passed", res.stdout)
+    assert passed and int(passed[1]) >= 3, res.stdout[-3000:]  # the embedded and paper DAGs, the lint
+    assert {d: tree_state(clone / d) for d in ("results", ".snakemake")} == before
