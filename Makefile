@@ -9,8 +9,10 @@ install-verl:
 
 # The embedded default, end to end on 2 local cores, no network.
 # Jobs call `python -m toolcall_repro ...`, so the venv's bin goes first on PATH.
+# RUN_CONFIG=<file> runs another complete config the same way (CI: .test/config.yaml, see .ci/run).
+RUN_CONFIG ?=
 run: install
-	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/snakemake --cores 2
+	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/snakemake --cores 2 $(if $(RUN_CONFIG),--configfile $(RUN_CONFIG))
 
 # Every test: the main suite in .venv, then the verl CPU tests in .venv-verl.
 test: install install-verl

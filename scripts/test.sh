@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite: lint, the main environment's tests (workflow tests included), then the verl
 # environment's CPU tests. Exits non-zero on the first failing part.
+# Workflow tests run in working directories of their own: a completed `make run` in this work tree
+# changes no result, and no test writes into results/ or .snakemake/ here. A test that lacks a fixture
+# from outside the repository (ACEBench data, Chromium) skips, saying why in one line;
+# TOOLCALL_REQUIRE_FIXTURES=1 (set by .ci/run) makes every skip a failure. In .venv, where verl is
+# absent, tests/engines/verl is not collected (tests/conftest.py); the last line runs it in .venv-verl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export BFCL_PROJECT_ROOT=${BFCL_PROJECT_ROOT:-$PWD/.bfcl}

@@ -38,7 +38,9 @@ REQUIRE_FIXTURES = os.environ.get("TOOLCALL_REQUIRE_FIXTURES", "0") not in ("", 
 def pytest_report_header(config):
     lines = []
     if not HAVE_VERL:
-        lines.append("verl not importable: tests/engines/verl not collected (scripts/test.sh runs them in .venv-verl)")
+        lines.append(
+            "verl not importable: tests/engines/verl not collected (scripts/test.sh runs them in .venv-verl)"
+        )
     if REQUIRE_FIXTURES:
         lines.append("TOOLCALL_REQUIRE_FIXTURES=1: a test that skips for a missing fixture fails")
     return lines

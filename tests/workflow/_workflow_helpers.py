@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -84,6 +85,13 @@ def tree_state(path: Path) -> dict[str, tuple[int, int]]:
     return {
         str(p.relative_to(path)): (p.lstat().st_size, p.lstat().st_mtime_ns) for p in [path, *path.rglob("*")]
     }
+
+
+def copy_run(src: Path, run_id: str, work: Path) -> None:
+    """Copy the run results/<run_id> of working directory src, with Snakemake's metadata, into work:
+    mtimes kept (copy2), so Snakemake finds the same state there as in src."""
+    shutil.copytree(src / "results" / run_id, work / "results" / run_id, symlinks=True)
+    shutil.copytree(src / ".snakemake" / "metadata", work / ".snakemake" / "metadata", dirs_exist_ok=True)
 
 
 def fabricate_completed_run(work: Path, *args: str) -> None:

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 
-from _workflow_helpers import REPO, fabricate_completed_run, make_workdir, snakemake, tree_state
+from _workflow_helpers import REPO, copy_run, fabricate_completed_run, make_workdir, snakemake, tree_state
 
 
 def test_dry_run_tests_pass_in_a_work_tree_where_make_run_completed(tmp_path):
@@ -33,3 +33,9 @@ def test_dry_run_tests_pass_in_a_work_tree_where_make_run_completed(tmp_path):
     passed = re.search(r"(\d+) passed", res.stdout)
     assert passed and int(passed[1]) >= 3, res.stdout[-3000:]  # the embedded and paper DAGs, the lint
     assert {d: tree_state(clone / d) for d in ("results", ".snakemake")} == before
+
+    # What tests/workflow/test_smoke.py does on CI with the run `.ci/run` made first: a copy is as complete.
+    copy = make_workdir(tmp_path / "copy")
+    copy_run(clone, "embedded", copy)
+    again = snakemake("-n", cwd=copy)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout[-3000:]

@@ -11,7 +11,6 @@ import functools
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _workflow_helpers import REPO, make_workdir, snakemake
+from _workflow_helpers import REPO, copy_run, make_workdir, snakemake
 
 CONFIG = ".test/config.yaml"
 RUN_ID = yaml.safe_load((REPO / CONFIG).read_text())["run_id"]
@@ -50,8 +49,7 @@ def smoke_run(work, smk, run_dir):
     if given:
         src = Path(given) / "results" / RUN_ID
         assert (src / "provenance.json").is_file(), f"{GIVEN_RUN}={given} holds no completed {RUN_ID} run"
-        shutil.copytree(src, run_dir, symlinks=True)  # copy2: mtimes kept, so Snakemake sees the same state
-        shutil.copytree(Path(given) / ".snakemake" / "metadata", work / ".snakemake" / "metadata")
+        copy_run(Path(given), RUN_ID, work)
         return
     res = smk("--cores", "2", "--configfile", CONFIG, timeout=1800)
     assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-5000:]
