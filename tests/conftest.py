@@ -11,6 +11,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
+from collections import Counter
 
 _BFCL_ROOT = tempfile.mkdtemp(prefix="bfcl_root_tests_")
 atexit.register(shutil.rmtree, _BFCL_ROOT, ignore_errors=True)
@@ -46,13 +47,17 @@ def pytest_report_header(config):
     return lines
 
 
+def _skip_reason(report) -> str:
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
 def _skip_fails(report):
     """Under TOOLCALL_REQUIRE_FIXTURES=1, turn a skipped test or module into a failure, reason kept."""
     if not (REQUIRE_FIXTURES and report.skipped) or hasattr(report, "wasxfail"):
         return
-    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     report.outcome = "failed"
-    report.longrepr = f"skipped, and TOOLCALL_REQUIRE_FIXTURES=1 makes that a failure: {reason}"
+    report.longrepr = f"skipped, and TOOLCALL_REQUIRE_FIXTURES=1 makes that a failure: {_skip_reason(report)}"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -69,13 +74,20 @@ def pytest_make_collect_report(collector):
     return report
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: after -ra's list of skips, just above the counts
 def pytest_terminal_summary(terminalreporter):
-    skipped = len(terminalreporter.stats.get("skipped", []))
-    if skipped:
+    """One line per missing fixture, however many tests it skipped."""
+    result = yield
+    reasons = Counter(_skip_reason(r) for r in terminalreporter.stats.get("skipped", []))
+    if reasons:
         terminalreporter.write_line(
-            f"{skipped} skipped for fixtures this machine lacks (reasons above); CI has them and sets "
-            "TOOLCALL_REQUIRE_FIXTURES=1, under which a skip fails"
+            f"{sum(reasons.values())} skipped for fixtures this machine lacks (CI has them and sets "
+            "TOOLCALL_REQUIRE_FIXTURES=1, under which a skip fails):"
         )
+        for reason, n in reasons.most_common():
+            terminalreporter.write_line(f"  {n} x {reason}")
+    return result
+
 
 # <|im_end|> first, so it gets id 0: a model whose logits are all equal picks it under greedy decoding
 SPECIAL = [

@@ -45,6 +45,7 @@ def test_a_skip_says_why_in_one_line(tmp_path):
     skip_lines = [line for line in res.stdout.splitlines() if line.startswith("SKIPPED")]
     assert len(skip_lines) == 3 and all(sum(r in line for line in skip_lines) == 1 for r in REASONS)
     assert "3 skipped for fixtures this machine lacks" in res.stdout
+    assert all(sum(line.startswith(f"  1 x {r}") for line in res.stdout.splitlines()) == 1 for r in REASONS)
 
 
 def test_under_require_fixtures_every_kind_of_skip_fails(tmp_path):
@@ -55,4 +56,4 @@ def test_under_require_fixtures_every_kind_of_skip_fails(tmp_path):
     assert counts.get("passed") == 1 and "skipped" not in counts, summary
     assert counts.get("failed", 0) + counts.get("errors", 0) + counts.get("error", 0) == 3, summary
     for reason in REASONS:
-        assert f"TOOLCALL_REQUIRE_FIXTURES=1 makes that a failure: Skipped: {reason}" in res.stdout
+        assert f"TOOLCALL_REQUIRE_FIXTURES=1 makes that a failure: {reason}" in res.stdout
