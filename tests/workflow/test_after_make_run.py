@@ -24,14 +24,14 @@ def test_dry_run_tests_pass_in_a_work_tree_where_make_run_completed(tmp_path):
     assert done.returncode == 0 and "Nothing to be done" in done.stdout + done.stderr, done.stdout[-3000:]
     before = {d: tree_state(clone / d) for d in ("results", ".snakemake")}
 
+    # The dry-runs of both DAGs (the linters' outcome does not depend on results/).
     res = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'inner'}",
-         "tests/workflow/test_dryrun.py"],
+         "tests/workflow/test_dryrun.py", "-k", "dag"],
         cwd=clone, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-3000:]
-    passed = re.search(r"(\d+) passed", res.stdout)
-    assert passed and int(passed[1]) >= 3, res.stdout[-3000:]  # the embedded and paper DAGs, the lint
+    assert re.search(r"\b2 passed", res.stdout), res.stdout[-3000:]
     assert {d: tree_state(clone / d) for d in ("results", ".snakemake")} == before
 
     # What tests/workflow/test_smoke.py does on CI with the run `.ci/run` made first: a copy is as complete.
