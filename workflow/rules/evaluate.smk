@@ -28,7 +28,7 @@ rule score_bfcl:
     benchmark:
         R("benchmarks", "score_bfcl", "{model}-{protocol}-{seed}.tsv")
     conda:
-        "../envs/eval-vllm.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
+        "../envs/eval-bfcl.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
     threads: THREADS
     resources:
         **stage_resources("evaluate", gpu=0),
@@ -48,6 +48,7 @@ rule score_bfcl:
         work=lambda w, output: os.path.splitext(output.score)[0] + ".work",
     shell:
         # One process per (model, protocol, seed): bfcl-eval caches backend instances per process.
+        # At paper scale it starts `vllm serve` from the vLLM env ($VLLM_BIN or beside $VERL_PYTHON).
         "python -m toolcall_repro.provenance run --rule score_bfcl --manifest {output.manifest:q}"
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
         " --gpus {resources.gpu} --"
