@@ -217,6 +217,8 @@ def run_config(dataset, variant):
     if dataset == "tooln1":
         hp["max_steps"] = FILTER_POLICY_STEPS
     var = dict(subtree("train", "variants", variant))
+    # per_setting: what a variant changes for one setting only (the paper's n=16 is multi-turn only).
+    var.update(var.pop("per_setting", {}).get(setting) or {})
     if "n" in var:
         hp["n"] = var.pop("n")
     return {"setting": setting, "variant": variant, **hp, **var}
