@@ -340,6 +340,26 @@ def general_summaries():
     return [R("eval", "general", m, "summary.json") for m in general["models"]]
 
 
+def lm_eval_data():
+    """lm-eval's task data, fetched on the submit host when its tasks read the Hub (paper scale)."""
+    general = config["evaluate"].get("general") or {}
+    tasks = [t.strip() for t in general.get("tasks", "").split(",")]
+    if config["data"]["mode"] == "synthetic" or not set(tasks) - {"", "local"}:
+        return []
+    if not general.get("revisions"):
+        raise ValueError(
+            "evaluate.general.revisions: lm-eval tasks read the Hub, so each dataset needs a pinned "
+            "revision (hub dataset id -> revision), e.g. {cais/mmlu: <sha>}; not set"
+        )
+    return [R("data", "lm_eval", "record.json")]
+
+
+def lm_eval_tasks():
+    """The hub-backed lm-eval tasks (not our local tool-choice task)."""
+    tasks = subtree("evaluate", "general", "tasks").split(",")
+    return ",".join(t.strip() for t in tasks if t.strip() not in ("", "local"))
+
+
 def all_eval_outputs():
     """Everything the results stage reads from evaluation."""
     return [

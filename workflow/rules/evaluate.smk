@@ -225,6 +225,7 @@ rule check_general_capability:
     input:
         model=lambda w: model_dir(w.model),
         samples=R("data", "normalised", "xlam.parquet"),
+        lm_eval_data=lm_eval_data(),
     output:
         summary=R("eval", "general", "{model}", "summary.json"),
         manifest=manifest("check_general_capability", "{model}"),
@@ -249,7 +250,9 @@ rule check_general_capability:
         out_dir=lambda w, output: os.path.dirname(output.summary),
         backend=config["engines"]["generation"],
     shell:
-        "python -m toolcall_repro.provenance run --rule check_general_capability --manifest {output.manifest:q}"
+        # Offline: the task data was fetched on the submit host (download_lm_eval_data) or is local.
+        "HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1"
+        " python -m toolcall_repro.provenance run --rule check_general_capability --manifest {output.manifest:q}"
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
         " --gpus {resources.gpu} --"
         " python -m toolcall_repro.eval.general --model-dir {input.model}"
