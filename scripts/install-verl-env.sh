@@ -13,6 +13,7 @@ VENV=${VERL_VENV:-.venv-verl}
 MODE=${1:-cpu}
 GPU_TORCH=torch==2.11.0
 GPU_VERL="verl[vllm]==0.9.1"
+GPU_LMEVAL="lm-eval[vllm]==0.4.13" # lm-eval on vLLM, as workflow/envs/eval-vllm.yaml (scripts/gpu_smoke.sh)
 FLASH_ATTN_PIN=flash-attn==2.8.3
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 PIP=("$VENV/bin/python" -m pip install -q)
@@ -25,7 +26,7 @@ case "$MODE" in
   --gpu)
     # verl 0.9.1's own `vllm` extra pins vllm==0.24.0, torch==2.11.0 and transformers==5.9.0.
     "${PIP[@]}" "$GPU_TORCH"
-    "${PIP[@]}" "$GPU_TORCH" "$GPU_VERL" "pytest>=8"
+    "${PIP[@]}" "$GPU_TORCH" "$GPU_VERL" "$GPU_LMEVAL" "pytest>=8"
     # Optional: flash-attn compiles against the torch above (hence no build isolation). Without it the
     # composed verl config uses SDPA, as in the conda env (workflow/envs/train-verl.yaml).
     if [ "${FLASH_ATTN:-0}" = 1 ]; then

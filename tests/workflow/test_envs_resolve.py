@@ -65,7 +65,7 @@ def requirement_name(line: str) -> str:
 def install_script_pins() -> dict[str, str]:
     """The VAR=value pins at the top of scripts/install-verl-env.sh."""
     text = (REPO / "scripts" / "install-verl-env.sh").read_text()
-    return {m[1]: m[2].strip('"') for m in re.finditer(r"^(GPU_TORCH|GPU_VERL|FLASH_ATTN_PIN)=(.+)$", text, re.M)}
+    return {m[1]: m[2].strip('"') for m in re.finditer(r"^(GPU_TORCH|GPU_VERL|GPU_LMEVAL|FLASH_ATTN_PIN)=(\S+)", text, re.M)}
 
 
 def pyproject_sets() -> dict[str, tuple[str, list[str]]]:
@@ -74,6 +74,12 @@ def pyproject_sets() -> dict[str, tuple[str, list[str]]]:
         # scripts/install.sh: torch 2.13.0 first, then the package with its eval, workflow and test extras
         "pyproject[eval,workflow,test]": ("3.11", ["torch==2.13.0", f"-e {REPO}[eval,workflow,test]"]),
         "pyproject[gpu]": ("3.11", [f"-e {REPO}[gpu]"]),
+        # scripts/install-verl-env.sh --gpu: training, `vllm serve` and lm-eval on one GPU (gpu_smoke.sh)
+        "install-verl-env.sh --gpu": (
+            "3.11",
+            [*(install_script_pins()[k] for k in ("GPU_TORCH", "GPU_VERL", "GPU_LMEVAL")), "pytest>=8", "pyyaml",
+             "jsonschema"],
+        ),  # fmt: skip
         # scripts/install-verl-env.sh (CPU): the verl CPU tests' environment
         "install-verl-env.sh cpu": (
             "3.11",
