@@ -72,6 +72,8 @@ def test_every_gpu_job_reads_only_what_local_download_rules_fetched(paper_jobs):
         assert "download_model" in fetched, (job.rule, job.name)
         if job.rule == "check_general_capability":
             assert "download_lm_eval_data" in fetched  # MMLU, HellaSwag, TruthfulQA, Winogrande
+    for job in (j for j in paper_jobs if j.rule == "download_model"):
+        assert "--revision " in job.shell, job.shell  # every hub model at the revision config pins
     lm_eval = [j for j in paper_jobs if j.rule == "download_lm_eval_data"]
     assert len(lm_eval) == 1
     assert "mmlu,hellaswag,truthfulqa_mc2,winogrande" in lm_eval[0].shell

@@ -149,6 +149,16 @@ def slug_to_hub_id(slug):
     return slug.replace("--", posixpath.sep)
 
 
+def model_revision(slug):
+    """A hub model's pinned revision (model.revisions); the download record names the commit read."""
+    return config["model"].get("revisions", {}).get(slug_to_hub_id(slug))
+
+
+def model_revision_arg(slug):
+    revision = model_revision(slug)
+    return f"--revision {revision}" if revision else ""
+
+
 def model_path(name):
     """A model named in config: a local directory as is, else a hub id snapshotted by download_model."""
     return name if os.path.isdir(name) else hub_model_dir(name)
