@@ -80,8 +80,11 @@ def test_bfcl_arguments_parse_with_the_real_cli(tmp_path):
     assert protocol_id == "stronger" and protocol.backend == "vllm"
 
 
-def test_data_steps_run_and_the_training_arguments_pass_verl_validation(tmp_path, tiny_model_dir):
-    cmds = commands(dry_run("--model", str(tiny_model_dir), "--out", str(tmp_path / "smoke")))
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory, tiny_model_dir):
+    """The script's data steps run for real, then its training arguments through the project's `prepare`."""
+    tmp = tmp_path_factory.mktemp("smoke")
+    cmds = commands(dry_run("--model", str(tiny_model_dir), "--out", str(tmp / "smoke")))
     data = [c for c in cmds if "-m" in c and c[c.index("-m") + 1].startswith("toolcall_repro.data.")]
     assert len(data) == 3  # synthetic -> normalise -> train/held-out split; no download for a local model
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
@@ -93,6 +96,36 @@ def test_data_steps_run_and_the_training_arguments_pass_verl_validation(tmp_path
         pytest.skip("no .venv-verl (scripts/install-verl-env.sh): verl's validation of the smoke run not checked")
     prepare = [str(VERL_PYTHON), "-m", "toolcall_repro.engines.verl", "prepare", *train[2:]]
     res = subprocess.run(prepare, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    return res, Path(arg(train, "--out")) / "verl", env
+
+
+def test_training_arguments_pass_verl_validation(prepared):
+    res, work, _ = prepared
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
-    work = Path(arg(train, "--out")) / "verl"
     assert (work / "overrides.txt").exists() and (work / "train.parquet").exists()
+
+
+COMPOSED_ATTENTION = """
+import importlib.util, json, sys
+from toolcall_repro.engines.verl import hydra
+from toolcall_repro.engines.verl.main import compose_config
+cfg = compose_config(hydra.read_overrides(open(sys.argv[1]).read()))
+override = cfg.actor_rollout_ref.model.get("override_config") or {}
+print(json.dumps({"attn": override.get("attn_implementation", "flash_attention_2 (verl default)"),
+                  "flash_attn": importlib.util.find_spec("flash_attn") is not None}))
+"""
+
+
+def test_composed_config_uses_an_attention_implementation_its_env_has(prepared):
+    """Defect 2: verl's default flash_attention_2 without flash-attn fails in init_workers on the GPU.
+
+    No env file has flash-attn (test_envs_resolve), so the composed config of a job must name an attention
+    implementation the env it runs in has. The composed config is engines/verl's (hydra.py).
+    """
+    res, work, env = prepared
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = subprocess.run([str(VERL_PYTHON), "-c", COMPOSED_ATTENTION, str(work / "overrides.txt")], cwd=REPO,
+                         env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["flash_attn"] or not found["attn"].startswith("flash_attention"), found
