@@ -108,3 +108,15 @@ def test_plan_prints_the_gpu_jobs_with_their_cost(fake_cluster_env):
     assert plan["gpu_job_count"] == len(plan["gpu_jobs"]) > len(train)
     assert plan["max_gpu_hours"] == pytest.approx(sum(e["max_gpu_hours"] for e in plan["gpu_jobs"]))
     assert plan["retries"] == 1
+
+
+def test_lm_eval_tasks_without_pinned_revisions_fail_before_any_job(tmp_path, smk):
+    import yaml
+
+    cfg = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    del cfg["evaluate"]["general"]["revisions"]
+    path = tmp_path / "paper.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    res = smk("-n", "--nolock", "--configfile", str(path))
+    assert res.returncode != 0
+    assert "evaluate.general.revisions" in res.stdout + res.stderr

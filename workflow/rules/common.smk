@@ -351,10 +351,10 @@ def general_summaries():
 
 
 def lm_eval_data():
-    """lm-eval's task data, fetched on the submit host when its tasks read the Hub (paper scale)."""
+    """lm-eval's task data, fetched on the submit host when its tasks read the Hub (not `local`)."""
     general = config["evaluate"].get("general") or {}
     tasks = [t.strip() for t in general.get("tasks", "").split(",")]
-    if config["data"]["mode"] == "synthetic" or not set(tasks) - {"", "local"}:
+    if not set(tasks) - {"", "local"}:
         return []
     if not general.get("revisions"):
         raise ValueError(
