@@ -226,3 +226,10 @@ def test_todays_failure_is_caught(tmp_path, uv_cache):
     )  # fmt: skip
     assert code != 0
     assert "numpy" in stderr
+
+
+def test_lm_eval_data_is_fetched_with_the_evaluating_versions(resolved):
+    """download_lm_eval_data (cpu.yaml, submit host) fills the datasets cache that eval-vllm.yaml reads."""
+    fetch, evaluate = resolved["cpu.yaml"][1], resolved["eval-vllm.yaml"][1]
+    for package in ("lm-eval", "datasets"):
+        assert fetch[package] == evaluate[package], (package, fetch[package], evaluate[package])
