@@ -30,6 +30,7 @@ def run_config(config: dict, setting: str, variant: str) -> dict:
     """The merged settings + variant subtree, as the workflow passes it to the engine."""
     hp = dict(config["train"]["settings"][setting])
     var = dict(config["train"]["variants"][variant])
+    var.update(var.pop("per_setting", {}).get(setting) or {})
     return {"setting": setting, "variant": variant, **hp, **var}
 
 

@@ -15,7 +15,18 @@ def main(argv: list[str] | None = None) -> int:
         "verify", help="re-check every checksum in a results archive; names any file that differs"
     )
     v.add_argument("archive")
-    args = p.parse_args(argv)
+    sub.add_parser(
+        "plan",
+        help="the paper DAG's GPU jobs: resources, steps, rollouts and rows per step (a dry-run)",
+        add_help=False,
+    )
+    args, rest = p.parse_known_args(argv)
+    if args.cmd == "plan":
+        from toolcall_repro import plan
+
+        return plan.main(rest)
+    if rest:
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "verify":
         return provenance.main(["verify", args.archive])
     return 2  # pragma: no cover - argparse rejects unknown commands

@@ -51,3 +51,19 @@ def fake_cluster(tmp_path):
         "TOOLCALL_SLURM_ACCOUNT": "proj123",
     }
     return env, record_dir
+
+
+@pytest.fixture(scope="module")
+def fake_cluster_env(tmp_path_factory):
+    """The fake SLURM client commands (and conda) on PATH, once per module: the env to run the CLI with."""
+    bin_dir = tmp_path_factory.mktemp("fakebin")
+    record_dir = tmp_path_factory.mktemp("slurm")
+    for name, body in FAKE_SLURM.items():
+        (bin_dir / name).write_text(body)
+        (bin_dir / name).chmod(0o755)
+    return {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "FAKE_SLURM_DIR": str(record_dir),
+        "TOOLCALL_SLURM_PARTITION": "gpu-a100",
+        "TOOLCALL_SLURM_ACCOUNT": "proj123",
+    }

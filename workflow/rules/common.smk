@@ -149,6 +149,16 @@ def slug_to_hub_id(slug):
     return slug.replace("--", posixpath.sep)
 
 
+def model_revision(slug):
+    """A hub model's pinned revision (model.revisions); the download record names the commit read."""
+    return config["model"].get("revisions", {}).get(slug_to_hub_id(slug))
+
+
+def model_revision_arg(slug):
+    revision = model_revision(slug)
+    return f"--revision {revision}" if revision else ""
+
+
 def model_path(name):
     """A model named in config: a local directory as is, else a hub id snapshotted by download_model."""
     return name if os.path.isdir(name) else hub_model_dir(name)
@@ -217,6 +227,8 @@ def run_config(dataset, variant):
     if dataset == "tooln1":
         hp["max_steps"] = FILTER_POLICY_STEPS
     var = dict(subtree("train", "variants", variant))
+    # per_setting: what a variant changes for one setting only (the paper's n=16 is multi-turn only).
+    var.update(var.pop("per_setting", {}).get(setting) or {})
     if "n" in var:
         hp["n"] = var.pop("n")
     return {"setting": setting, "variant": variant, **hp, **var}
@@ -336,6 +348,26 @@ def general_summaries():
     if not general:
         return []
     return [R("eval", "general", m, "summary.json") for m in general["models"]]
+
+
+def lm_eval_data():
+    """lm-eval's task data, fetched on the submit host when its tasks read the Hub (not `local`)."""
+    general = config["evaluate"].get("general") or {}
+    tasks = [t.strip() for t in general.get("tasks", "").split(",")]
+    if not set(tasks) - {"", "local"}:
+        return []
+    if not general.get("revisions"):
+        raise ValueError(
+            "evaluate.general.revisions: lm-eval tasks read the Hub, so each dataset needs a pinned "
+            "revision (hub dataset id -> revision), e.g. {cais/mmlu: <sha>}; not set"
+        )
+    return [R("data", "lm_eval", "record.json")]
+
+
+def lm_eval_tasks():
+    """The hub-backed lm-eval tasks (not our local tool-choice task)."""
+    tasks = subtree("evaluate", "general", "tasks").split(",")
+    return ",".join(t.strip() for t in tasks if t.strip() not in ("", "local"))
 
 
 def all_eval_outputs():

@@ -95,3 +95,40 @@ rule normalise_source:
         " python -m toolcall_repro.data.normalise --source {wildcards.source}"
         " --raw {input.raw} --out {output.samples} --rejects {output.rejects}"
         " --report {output.report} > {log} 2>&1"
+
+
+if lm_eval_data():
+
+    localrules:
+        download_lm_eval_data,
+
+    # lm-eval's task datasets at pinned revisions, into the HF_HOME the (offline) compute nodes share.
+    rule download_lm_eval_data:
+        output:
+            record=lm_eval_data()[0],
+            manifest=manifest("download_lm_eval_data"),
+        log:
+            R("logs", "download_lm_eval_data.log"),
+        benchmark:
+            R("benchmarks", "download_lm_eval_data.tsv")
+        conda:
+            "../envs/cpu.yaml"
+        threads: 1
+        resources:
+            gpu=0,
+        params:
+            cfg=as_json(
+                {
+                    "tasks": lm_eval_tasks(),
+                    "revisions": subtree("evaluate", "general", "revisions"),
+                }
+            ),
+            seeds=as_json({}),
+            tasks=lm_eval_tasks(),
+            revisions=as_json(subtree("evaluate", "general", "revisions")),
+        shell:
+            "python -m toolcall_repro.provenance run --rule download_lm_eval_data --manifest {output.manifest:q}"
+            " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+            " --gpus {resources.gpu} --"
+            " python -m toolcall_repro.eval.general.fetch --tasks {params.tasks}"
+            " --revisions {params.revisions:q} --out {output.record} > {log} 2>&1"

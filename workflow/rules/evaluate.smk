@@ -28,7 +28,7 @@ rule score_bfcl:
     benchmark:
         R("benchmarks", "score_bfcl", "{model}-{protocol}-{seed}.tsv")
     conda:
-        "../envs/eval-vllm.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
+        "../envs/eval-bfcl.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
     threads: THREADS
     resources:
         **stage_resources("evaluate", gpu=0),
@@ -48,6 +48,7 @@ rule score_bfcl:
         work=lambda w, output: os.path.splitext(output.score)[0] + ".work",
     shell:
         # One process per (model, protocol, seed): bfcl-eval caches backend instances per process.
+        # At paper scale it starts `vllm serve` from the vLLM env ($VLLM_BIN or beside $VERL_PYTHON).
         "python -m toolcall_repro.provenance run --rule score_bfcl --manifest {output.manifest:q}"
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
         " --gpus {resources.gpu} --"
@@ -224,6 +225,7 @@ rule check_general_capability:
     input:
         model=lambda w: model_dir(w.model),
         samples=R("data", "normalised", "xlam.parquet"),
+        lm_eval_data=lm_eval_data(),
     output:
         summary=R("eval", "general", "{model}", "summary.json"),
         manifest=manifest("check_general_capability", "{model}"),
@@ -248,7 +250,9 @@ rule check_general_capability:
         out_dir=lambda w, output: os.path.dirname(output.summary),
         backend=config["engines"]["generation"],
     shell:
-        "python -m toolcall_repro.provenance run --rule check_general_capability --manifest {output.manifest:q}"
+        # Offline: the task data was fetched on the submit host (download_lm_eval_data) or is local.
+        "HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1"
+        " python -m toolcall_repro.provenance run --rule check_general_capability --manifest {output.manifest:q}"
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
         " --gpus {resources.gpu} --"
         " python -m toolcall_repro.eval.general --model-dir {input.model}"

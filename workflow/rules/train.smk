@@ -65,14 +65,17 @@ rule download_model:
     resources:
         gpu=0,
     params:
-        cfg=lambda w: as_json({"hub_id": slug_to_hub_id(w.slug)}),
+        cfg=lambda w: as_json(
+            {"hub_id": slug_to_hub_id(w.slug), "revision": model_revision(w.slug)}
+        ),
         seeds=as_json({}),
         hub_id=lambda w: slug_to_hub_id(w.slug),
+        revision=lambda w: model_revision_arg(w.slug),
     shell:
         "python -m toolcall_repro.provenance run --rule download_model --manifest {output.manifest:q}"
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
         " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.data.download model --hub-id {params.hub_id}"
+        " python -m toolcall_repro.data.download model --hub-id {params.hub_id} {params.revision}"
         " --out {output.model} > {log} 2>&1"
 
 

@@ -28,7 +28,9 @@ class VLLMBackend(GenerationBackend):
             from vllm import LLM, SamplingParams
         except ImportError as exc:
             raise RuntimeError(
-                "the vllm backend needs vLLM (pip install toolcall-repro[gpu]) and a GPU"
+                "the vllm backend needs vLLM 0.24.0 and a GPU: run it in workflow/envs/eval-vllm.yaml, or "
+                "pip install 'toolcall-repro[gpu]' into an env without the eval extra (vLLM needs numpy>=2, "
+                "bfcl-eval pins numpy 1.26.4)"
             ) from exc
         self._sampling_params = SamplingParams
         self.model_dir = Path(model_dir)

@@ -95,3 +95,77 @@ def test_server_generation_is_concurrent_seeded_and_scored(tiny_model_dir, fake_
     doc = score_run(out, protocol)
     assert doc["categories"]["simple_python"]["correct"] == 1  # only entry 0 is the triangle
     assert doc["categories"]["irrelevance"]["correct"] == 3
+
+
+FAKE_VLLM = """#!{python}
+# Stands in for the vLLM env's `vllm` (stdlib only, starts fast): records its argv, then serves a
+# completions API on --port that knows the triangle answer.
+import json, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+assert sys.argv[1] == "serve", sys.argv
+open({record!r}, "w").write(json.dumps(sys.argv[1:]))
+
+class H(BaseHTTPRequestHandler):
+    def reply(self, body):
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def do_GET(self):
+        self.reply({{"object": "list", "data": [{{"id": "m", "object": "model"}}]}})
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        text = {answer!r} if "triangle with a base of 10" in body["prompt"] else "No."
+        self.reply({{"id": "c", "object": "text_completion", "created": 0, "model": body["model"],
+                    "choices": [{{"index": 0, "text": text, "finish_reason": "stop", "logprobs": None}}],
+                    "usage": {{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}}})
+    def log_message(self, *args):
+        pass
+
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[sys.argv.index("--port") + 1])), H).serve_forever()
+"""
+
+
+def test_bfcl_starts_vllm_serve_from_the_vllm_env(tiny_model_dir, tmp_path, monkeypatch):
+    """No vllm in this env: bfcl-eval's own spin-up runs the vLLM env's `vllm serve`, found via VERL_PYTHON."""
+    import sys
+
+    from toolcall_repro.eval.bfcl.serve import VLLMNotFound, vllm_executable
+
+    vllm_env = tmp_path / "verl-env" / "bin"
+    vllm_env.mkdir(parents=True)
+    record = tmp_path / "argv.json"
+    fake = vllm_env / "vllm"
+    fake.write_text(FAKE_VLLM.format(python=sys.executable, record=str(record), answer=ANSWER))
+    fake.chmod(0o755)
+    monkeypatch.delenv("VLLM_BIN", raising=False)
+    monkeypatch.setenv("VERL_PYTHON", str(vllm_env / "python"))
+    protocol = Protocol(system_prompt="bfcl_default", backend="vllm", temperature=0.6, max_tokens=16, seed=1)
+    out = generate(
+        model_dir=tiny_model_dir,
+        model_tag="served",
+        protocol=protocol,
+        protocol_id="default",
+        categories=["simple_python"],
+        limit=2,
+        out_dir=tmp_path / "results",
+        workers=2,
+        gpus=2,
+        gpu_memory_utilization=0.8,
+        log=lambda *_: None,
+    )
+    argv = json.loads(record.read_text())
+    assert argv[:2] == ["serve", str(tiny_model_dir)]
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "2"
+    assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.8"
+    card = json.loads((out / "card.json").read_text())
+    assert card["generation_server"]["started_here"] is True
+    assert card["inference_errors"] == {"simple_python": 0}
+    assert score_run(out, protocol)["categories"]["simple_python"]["correct"] == 1
+    # a named executable that is not there is an error, not a silent fallback to PATH
+    with pytest.raises(VLLMNotFound, match="VLLM_BIN"):
+        vllm_executable(environ={"VLLM_BIN": str(tmp_path / "nope"), "PATH": str(vllm_env)})
+    with pytest.raises(VLLMNotFound, match="export VLLM_BIN"):
+        vllm_executable(environ={"PATH": str(tmp_path)})

@@ -89,6 +89,11 @@ def _add_generation_args(p: argparse.ArgumentParser) -> None:
         "--gpus", type=int, default=1, help="vllm: tensor-parallel size when this job starts the server"
     )
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+    p.add_argument(
+        "--vllm-bin",
+        default=None,
+        help="vllm: the vLLM env's `vllm` to serve with (default: $VLLM_BIN, beside $VERL_PYTHON, PATH)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             server_url=args.server_url,
             gpus=args.gpus,
             gpu_memory_utilization=args.gpu_memory_utilization,
+            vllm_bin=args.vllm_bin,
         )
         if args.cmd == "generate":
             return 0

@@ -205,14 +205,15 @@ def generate(
     server_url: str | None = None,
     gpus: int = 1,
     gpu_memory_utilization: float = 0.9,
+    vllm_bin: str | None = None,
     backend: Any | None = None,
     log: Callable = print,
 ) -> Path:
     """Generate results for one (model, protocol, seed) into `out_dir` (replaced atomically).
 
     transformers: in-process on CPU, one entry at a time (`backend` may be given, e.g. in tests).
-    vllm: an OpenAI-compatible server, `server_url` or started by bfcl-eval's spin-up; `workers`
-    entries at a time (default 64).
+    vllm: an OpenAI-compatible server, `server_url` or started by bfcl-eval's spin-up from the vLLM
+    environment's `vllm` (`vllm_bin`, see serve.vllm_executable); `workers` entries at a time (default 64).
     """
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     entries = select_entries(categories, limit)
@@ -228,6 +229,7 @@ def generate(
             server_url=server_url,
             gpus=gpus,
             gpu_memory_utilization=gpu_memory_utilization,
+            vllm_bin=vllm_bin,
         )
         tokenizer = owner.tokenizer
         generate_fn = server_generate_fn(owner.client, owner.model_path_or_id, protocol)

@@ -1,15 +1,22 @@
 """Generation through an OpenAI-compatible server (vLLM at paper scale), as `bfcl generate` does it.
 
 Either bfcl-eval's own spin-up (`OSSHandler.spin_up_local_server` runs `vllm serve` on a free port and
-waits for it) or a server the workflow already started (`server_url`). Many entries run concurrently
+waits for it) or a server the workflow already started (`server_url`). vLLM cannot live in the BFCL
+environment (vLLM 0.24.0 needs numpy>=2, bfcl-eval pins 1.26.4), so the `vllm` that bfcl-eval starts is
+the vLLM environment's executable (`vllm_executable`), put first on PATH for the spin-up only. Many entries run concurrently
 against it, so the server can batch; every request carries its own seed, so results do not depend on
 which requests happened to share a batch.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from openai import OpenAI
@@ -28,6 +35,50 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class VLLMNotFound(RuntimeError):
+    """No `vllm` executable to serve with: the BFCL env has no vLLM (numpy), the vLLM env must be named."""
+
+
+def vllm_executable(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """The `vllm` to serve with: `explicit`, else $VLLM_BIN, else the one beside $VERL_PYTHON, else PATH's.
+
+    VERL_PYTHON is the paper-scale training env (verl[vllm]: vLLM 0.24.0), which docs/cluster.md has users
+    export already; VLLM_BIN names any other env's `vllm` (e.g. the conda env of eval-vllm.yaml).
+    """
+    environ = os.environ if environ is None else environ
+    candidates = [("--vllm-bin", explicit), ("VLLM_BIN", environ.get("VLLM_BIN"))]
+    if environ.get("VERL_PYTHON"):
+        candidates.append(("VERL_PYTHON", str(Path(environ["VERL_PYTHON"]).parent / "vllm")))
+    for source, path in candidates:
+        if not path:
+            continue
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise VLLMNotFound(f"{source}: {path} is not an executable `vllm`")
+        return str(Path(path).absolute())
+    found = shutil.which("vllm", path=environ.get("PATH"))
+    if found:
+        return found
+    raise VLLMNotFound(
+        "BFCL with the vllm backend starts `vllm serve` from the vLLM environment, and none is named: "
+        "export VLLM_BIN=/path/to/env/bin/vllm (or VERL_PYTHON=/path/to/.venv-verl/bin/python), or pass "
+        "--server-url of a running server (docs/cluster.md)"
+    )
+
+
+@contextmanager
+def vllm_first_on_path(executable: str):
+    """PATH with only `executable` (as `vllm`) put in front: bfcl-eval runs `vllm` from PATH."""
+    shim = tempfile.mkdtemp(prefix="vllm_bin_")
+    os.symlink(executable, os.path.join(shim, "vllm"))
+    before = os.environ.get("PATH", "")
+    os.environ["PATH"] = f"{shim}{os.pathsep}{before}"
+    try:
+        yield
+    finally:
+        os.environ["PATH"] = before
+        shutil.rmtree(shim, ignore_errors=True)
+
+
 def attach_server(
     handler: ProtocolQwenHandler,
     model_dir: str,
@@ -35,8 +86,11 @@ def attach_server(
     server_url: str | None = None,
     gpus: int = 1,
     gpu_memory_utilization: float = 0.9,
+    vllm_bin: str | None = None,
 ) -> None:
     """Point `handler` at a running server (`server_url`, e.g. http://host:8000/v1) or start `vllm serve`.
+
+    Starting one uses `vllm_executable(vllm_bin)`: the vLLM environment's `vllm`, never this env's.
 
     Afterwards `handler.tokenizer` is the model's tokenizer and `handler.client` talks to the server;
     call `handler.shutdown_local_server()` when done (a no-op for a server we did not start).
@@ -47,13 +101,18 @@ def attach_server(
         server_url = f"http://localhost:{handler.local_server_port}/v1"
     handler.base_url = server_url
     handler.client = OpenAI(base_url=server_url, api_key="EMPTY")
-    handler.spin_up_local_server(
+    spin_up = dict(
         num_gpus=gpus,
         gpu_memory_utilization=gpu_memory_utilization,
         backend="vllm",
         skip_server_setup=not start,
         local_model_path=model_dir,
     )
+    if not start:
+        handler.spin_up_local_server(**spin_up)
+        return
+    with vllm_first_on_path(vllm_executable(vllm_bin)):
+        handler.spin_up_local_server(**spin_up)
 
 
 def server_generate_fn(client: Any, model: str, protocol: Protocol) -> Callable[[str, int], Generation]:

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# First contact on one GPU (under 15 minutes): the paper path end to end, small. See docs/cluster.md.
+#   bash scripts/gpu_smoke.sh [--model HUB_ID_OR_DIR] [--out DIR] [--gpus N] [--dry-run]
+# 1. a few GRPO steps of the project's verl trainer (filter + down-sampling, verl's default dataloader
+#    workers) on a 0.5B model: expects the filter's epoch == verl's epoch at every step, update rows = m
+#    per group, and a final checkpoint that transformers loads;
+# 2. BFCL on 5 entries of the trained model through `vllm serve` (from the verl env): zero inference errors;
+# 3. lm-eval (vLLM backend) on 50 HellaSwag documents.
+# Interpreters (defaults: this checkout's venvs from scripts/install.sh and install-verl-env.sh --gpu):
+#   VERL_PYTHON  verl[vllm] env: training, `vllm serve`, lm-eval      (.venv-verl/bin/python)
+#   MAIN_PYTHON  bfcl-eval env: data preparation and BFCL scoring     (.venv/bin/python)
+# The model and HellaSwag are read from the Hub (or HF_HOME's cache) on this machine.
+# --dry-run prints every command instead of running it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+MODEL=Qwen/Qwen2.5-0.5B-Instruct
+OUT=results/gpu_smoke
+GPUS=1
+DRY=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --model) MODEL=${2:?--model needs a value}; shift 2 ;;
+    --out) OUT=${2:?--out needs a value}; shift 2 ;;
+    --gpus) GPUS=${2:?--gpus needs a value}; shift 2 ;;
+    --dry-run) DRY=1; shift ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "gpu_smoke.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+VERL_PYTHON=${VERL_PYTHON:-$REPO/.venv-verl/bin/python}
+MAIN_PYTHON=${MAIN_PYTHON:-$REPO/.venv/bin/python}
+VLLM_BIN=${VLLM_BIN:-$(dirname "$VERL_PYTHON")/vllm}
+export VERL_PYTHON VLLM_BIN
+export PYTHONPATH="$REPO/src${PYTHONPATH:+:$PYTHONPATH}"
+if [ "$DRY" = 0 ]; then
+  for exe in "$VERL_PYTHON" "$MAIN_PYTHON" "$VLLM_BIN"; do
+    [ -x "$exe" ] || { echo "gpu_smoke.sh: $exe not found (scripts/install.sh, install-verl-env.sh --gpu)" >&2; exit 2; }
+  done
+fi
+
+# The training run: n = 4 rollouts, down-sampled to m = 2, filter k = 1 re-probed every epoch; two
+# epochs of two steps (8 prompts a step). Nothing overrides verl's dataloader workers (default 8).
+N=4 M=2 BATCH=8 EPOCHS=2
+RUN_CONFIG=$(tr -d "\n" <<EOF
+{"setting": "single_turn", "variant": "efficient", "lr": 1e-6, "batch_size": $BATCH, "n": $N,
+ "temperature": 1.0, "top_p": 1.0, "max_prompt_tokens": 2048, "max_new_tokens": 256, "epochs": $EPOCHS,
+ "clip_low": 0.2, "clip_high": 0.28, "loss_agg": "token-mean", "checkpoint_every": 2, "heldout_size": 4,
+ "filter": {"k": 1, "probe_every": 1, "probe_fraction": 0.0, "semantics": "temporary"},
+ "downsample": {"m": $M, "selection": "max_variance", "advantage_scope": "group"}}
+EOF
+)
+VERL_CONFIG=$(tr -d "\n" <<EOF
+{"nodes": 1, "gpus_per_node": $GPUS, "tensor_parallel": 1, "gpu_memory_utilization": 0.4,
+ "max_token_len_per_gpu": 8192, "max_checkpoints_to_keep": 1, "vllm": {"max_num_seqs": 64}}
+EOF
+)
+PROTOCOL='{"id": "stronger", "system_prompt": "stronger", "template": "native", "thinking": "drop", "temperature": 0.7, "top_p": 0.8, "max_tokens": 512}'
+DATA=$OUT/data
+TRAIN=$OUT/train
+
+run() {  # print the command; run it unless --dry-run
+  printf '+'
+  printf ' %q' "$@"
+  printf '\n'
+  [ "$DRY" = 1 ] || "$@"
+}
+
+check() {  # a named check in Python (skipped, but printed, with --dry-run)
+  local py=$1 name=$2 code=$3
+  echo "+ check: $name"
+  [ "$DRY" = 1 ] || "$py" -c "$code" || { echo "gpu_smoke.sh: FAILED: $name" >&2; exit 1; }
+}
+
+START=$(date +%s)
+echo "== 0. data and model: 24 synthetic xLAM-schema rows (train/held-out), $MODEL"
+run mkdir -p "$DATA" "$OUT/logs"
+if [ -d "$MODEL" ]; then
+  BASE=$MODEL
+else
+  BASE=$OUT/models/base
+  [ -d "$BASE" ] || run "$MAIN_PYTHON" -m toolcall_repro.data.download model --hub-id "$MODEL" --out "$BASE"
+fi
+run "$MAIN_PYTHON" -m toolcall_repro.data.synthetic --source xlam --config '{"rows": 24, "malformed": 0}' \
+  --seed 0 --out "$DATA/xlam.jsonl"
+run "$MAIN_PYTHON" -m toolcall_repro.data.normalise --source xlam --raw "$DATA/xlam.jsonl" \
+  --out "$DATA/xlam.parquet" --rejects "$DATA/xlam.rejects.jsonl" --report "$DATA/xlam.report.json"
+run "$MAIN_PYTHON" -m toolcall_repro.data.filters pool --inputs "$DATA/xlam.parquet" \
+  --config '{"heldout_fraction": 0.2, "reserve_fraction": 0.0}' --seed 0 \
+  --out-train "$DATA/train.parquet" --out-heldout "$DATA/heldout.parquet" --report "$DATA/pool.json"
+
+echo "== 1. GRPO with the project's verl trainer ($GPUS GPU)"
+run bash workflow/scripts/verl/launch_verl.sh --train "$DATA/train.parquet" --heldout "$DATA/heldout.parquet" \
+  --base "$BASE" --config "$RUN_CONFIG" --verl-config "$VERL_CONFIG" --out "$TRAIN" --seed 0 \
+  --nodes 1 --gpus-per-node "$GPUS"
+check "$VERL_PYTHON" "filter epoch == verl epoch at every step; update rows = m per group" "
+import json
+lines = [json.loads(x) for x in open('$TRAIN/verl/log.jsonl')]
+steps = [l['data'] for l in lines if 'training/global_step' in l['data']]
+assert steps, 'verl logged no training step'
+for d in steps:
+    assert d['filter/epoch'] == d['training/epoch'], ('filter epoch', d['filter/epoch'], 'verl epoch', d['training/epoch'])
+    assert d['perf/update_rows'] * $N == d['perf/gen_rows'] * $M, (d['perf/update_rows'], d['perf/gen_rows'])
+epochs = sorted({d['training/epoch'] for d in steps})
+print(len(steps), 'steps over verl epochs', epochs)
+metrics = [json.loads(x) for x in open('$TRAIN/metrics.jsonl')]
+assert len(metrics) == len(steps), (len(metrics), len(steps))
+"
+check "$VERL_PYTHON" "the final checkpoint loads (transformers)" "
+from transformers import AutoModelForCausalLM, AutoTokenizer
+tok = AutoTokenizer.from_pretrained('$TRAIN/final')
+model = AutoModelForCausalLM.from_pretrained('$TRAIN/final')
+print('final/:', type(model).__name__, sum(p.numel() for p in model.parameters()), 'parameters')
+"
+
+# --- 1b. kill and resume (issue 17) -------------------------------------------------------------------
+# Placeholder: a kill mid-run and a resume from the last checkpoint are added with the resume support
+# (engines/verl). Until then this step only says so.
+echo "== 1b. kill and resume: not part of this smoke yet (see issue 17)"
+# ------------------------------------------------------------------------------------------------------
+
+echo "== 2. BFCL, 5 entries, through vllm serve ($VLLM_BIN)"
+run "$MAIN_PYTHON" -m toolcall_repro.eval.bfcl run --model-dir "$TRAIN/final" --model-tag smoke \
+  --protocol "$PROTOCOL" --seed 0 --categories simple_python --limit 5 --backend vllm \
+  --vllm-bin "$VLLM_BIN" --gpus 1 --gpu-memory-utilization 0.8 \
+  --work-dir "$OUT/bfcl/seed0.work" --out "$OUT/bfcl/seed0.json"
+check "$MAIN_PYTHON" "BFCL: 5 entries scored, zero inference errors" "
+import json
+doc = json.load(open('$OUT/bfcl/seed0.json'))
+cat = doc['categories']['simple_python']
+assert doc['summary']['inference_errors'] == 0, doc['summary']
+print('simple_python:', cat)
+"
+
+echo "== 3. lm-eval, 50 HellaSwag documents (vLLM backend)"
+run "$VERL_PYTHON" -m toolcall_repro.eval.general --model-dir "$TRAIN/final" --model-tag smoke \
+  --tasks hellaswag --num-fewshot 0 --limit 50 --seed 0 --backend vllm --out "$OUT/general"
+check "$VERL_PYTHON" "lm-eval: 50 documents" "
+import json
+rows = json.load(open('$OUT/general/summary.json'))['results']
+assert rows and all(r['n_samples'] == 50 for r in rows), rows
+print(rows)
+"
+echo "== gpu_smoke.sh: all checks passed in $(( $(date +%s) - START )) s (outputs in $OUT)"

@@ -1,0 +1,249 @@
+"""`toolcall-repro plan`: what a paper run will ask of the cluster, before the first job is submitted.
+
+    toolcall-repro plan --configfile config/paper.yaml --profile profiles/slurm [--json]
+
+Runs Snakemake's own dry-run with the profile (the real DAG, the profile's and the rules' resources, the
+exact command of every job), keeps the GPU jobs, and for each training job computes steps, rollouts and
+rows per step from the run config its command carries and the training-set sizes: the filter chains'
+targets from config (the paper's 2.3k single-turn, 2.6k multi-turn, 0.7k format study), or the row counts
+of the training parquets once they exist. Filtered epochs shrink, so steps and rollouts are upper bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+RULE_RE = re.compile(r"^(?:local)?rule (\w+):$")
+CONFIG_RE = re.compile(r"--config '(\{.*?\})'")
+
+
+@dataclass
+class Job:
+    """One job of a dry-run, as Snakemake printed it."""
+
+    rule: str
+    wildcards: dict = field(default_factory=dict)
+    inputs: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    resources: dict = field(default_factory=dict)
+    shell: str = ""
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the job holds: `gpu`, or GRES per node x nodes (multi-node training)."""
+        gpu = int(self.resources.get("gpu", 0) or 0)
+        if gpu:
+            return gpu
+        gres = re.match(r"gpu(?::[^:]+)?:(\d+)$", str(self.resources.get("gres", "")))
+        return int(gres[1]) * int(self.resources.get("nodes", 1) or 1) if gres else 0
+
+    @property
+    def run_config(self) -> dict | None:
+        """The `--config` JSON the job's command hands its program (the job's config subtree)."""
+        found = CONFIG_RE.findall(self.shell)
+        return json.loads(found[-1]) if found else None
+
+    @property
+    def name(self) -> str:
+        return "/".join(str(v) for v in self.wildcards.values()) or "-"
+
+
+def _pairs(text: str) -> dict:
+    out = {}
+    for part in text.split(", "):
+        key, sep, value = part.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def parse_dryrun(text: str) -> list[Job]:
+    """Every job block of `snakemake -n -p` output (rule, wildcards, input, output, resources, command)."""
+    jobs: list[Job] = []
+    job = None
+    for line in text.splitlines():
+        m = RULE_RE.match(line)
+        if m:
+            job = Job(rule=m[1])
+            jobs.append(job)
+            continue
+        if job is None:
+            continue
+        if not line.strip() or line.startswith("["):
+            job = None
+            continue
+        key, _, value = line.strip().partition(": ")
+        if key == "wildcards":
+            job.wildcards = _pairs(value)
+        elif key == "resources":
+            job.resources = _pairs(value)
+        elif key == "input":
+            job.inputs = value.split(", ")
+        elif key == "output":
+            job.outputs = value.split(", ")
+        elif line.startswith("Shell command:"):
+            job.shell = line.partition(":")[2].strip()
+    return jobs
+
+
+def parquet_rows(path: Path) -> int | None:
+    if not path.exists():
+        return None
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata.num_rows
+
+
+def train_rows(config: dict, root: Path = Path(".")) -> dict[str, tuple[int | None, str]]:
+    """Rows of each training set: the parquet's when it exists, else the filter chain's target."""
+    filt = config["filter"]
+    targets = {
+        "single_turn": filt["single_turn"].get("target_size"),
+        "multi_turn": filt["multi_turn"].get("target_size"),
+        "format_single": filt.get("format_study", {}).get("size"),
+        "format_multi": filt.get("format_study", {}).get("size"),
+        "tooln1": None,  # the whole Tool-N1 pool; its run is capped by max_steps
+    }
+    out = {}
+    for dataset, target in targets.items():
+        rows = parquet_rows(root / "results" / config["run_id"] / "data" / "train" / f"{dataset}.parquet")
+        out[dataset] = (rows, "data") if rows is not None else (target, "config target")
+    return out
+
+
+def training_plan(run: dict, rows: int | None) -> dict:
+    """Steps, rollouts and update rows of one GRPO run (drop_last batches; max_steps caps the plan)."""
+    batch, n, epochs = int(run["batch_size"]), int(run["n"]), int(run["epochs"])
+    m = int((run.get("downsample") or {}).get("m") or n)
+    per_epoch = rows // batch if rows is not None else None
+    planned = per_epoch * epochs if per_epoch is not None else None
+    cap = run.get("max_steps")
+    steps = min(x for x in (cap, planned) if x is not None) if (cap or planned is not None) else None
+    return {
+        "train_rows": rows,
+        "epochs": epochs,
+        "steps_per_epoch": per_epoch,
+        "steps": steps,
+        "max_steps": cap,
+        "prompts_per_step": batch,
+        "n": n,
+        "m": m,
+        "rollouts_per_step": batch * n,
+        "update_rows_per_step": batch * m,
+        "rollouts_total": steps * batch * n if steps is not None else None,
+        "filter": run.get("filter"),
+    }
+
+
+def gpu_jobs_plan(jobs: list[Job], config: dict, retries: int = 0, root: Path = Path(".")) -> dict:
+    """The GPU jobs with their resources, and the training arithmetic, as one JSON-able document."""
+    rows = train_rows(config, root)
+    planned = []
+    for job in jobs:
+        if job.gpus == 0:
+            continue
+        res = job.resources
+        runtime = int(res.get("runtime", 0) or 0)
+        entry = {
+            "rule": job.rule,
+            "job": job.name,
+            "gpus": job.gpus,
+            "gpu_model": res.get("gpu_model") or res.get("constraint"),
+            "nodes": int(res.get("nodes", 1) or 1),
+            "cpus_per_task": res.get("cpus_per_task"),
+            "mem_mb": res.get("mem_mb"),
+            "runtime_min": runtime,
+            "max_gpu_hours": job.gpus * runtime / 60 * (1 + retries),
+        }
+        run = job.run_config or {}
+        if job.rule == "train_grpo":
+            dataset = job.wildcards.get("dataset")
+            n_rows, source = rows.get(dataset, (None, "unknown"))
+            entry["training"] = {**training_plan(run, n_rows), "rows_from": source}
+        elif "rollouts" in run:
+            entry["rollouts_per_prompt"] = run["rollouts"]
+        planned.append(entry)
+    planned.sort(key=lambda e: (e["rule"] != "train_grpo", e["rule"], e["job"]))
+    return {
+        "gpu_jobs": planned,
+        "gpu_job_count": len(planned),
+        "retries": retries,
+        "max_gpu_hours": sum(e["max_gpu_hours"] for e in planned),
+        "train_rows": {k: {"rows": v[0], "from": v[1]} for k, v in rows.items()},
+    }
+
+
+def format_plan(plan: dict) -> str:
+    head = ("rule", "job", "GPUs", "nodes", "runtime", "mem GB", "steps", "prompts/step", "rollouts/step",
+            "update rows/step", "rollouts")  # fmt: skip
+    rows = []
+    for e in plan["gpu_jobs"]:
+        t = e.get("training") or {}
+        mem = f"{int(e['mem_mb']) / 1000:.0f}" if e.get("mem_mb") else "-"
+        rows.append(
+            (
+                e["rule"],
+                e["job"],
+                f"{e['gpus']}x{e['gpu_model'] or 'gpu'}",
+                str(e["nodes"]),
+                f"{e['runtime_min'] / 60:g} h",
+                mem,
+                *(
+                    ("-" if t.get(k) is None else f"{t[k]:,}")
+                    for k in ("steps", "prompts_per_step", "rollouts_per_step", "update_rows_per_step",
+                              "rollouts_total")  # fmt: skip
+                ),
+            )
+        )
+        if "rollouts_per_prompt" in e:
+            rows[-1] = (*rows[-1][:8], f"{e['rollouts_per_prompt']}/prompt", *rows[-1][9:])
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [head, *rows]]
+    sizes = ", ".join(
+        f"{k} {v['rows']:,} ({v['from']})" for k, v in plan["train_rows"].items() if v["rows"] is not None
+    )
+    lines += [
+        "",
+        f"{plan['gpu_job_count']} GPU jobs; at most {plan['max_gpu_hours']:,.0f} GPU-hours at their runtime "
+        f"limits (x{1 + plan['retries']} with retries: {plan['retries']}).",
+        f"Training rows: {sizes}; tooln1 (the filter policy) runs max_steps on the whole pool.",
+        "Steps and rollouts are upper bounds: the pre-rollout filter shrinks later epochs.",
+    ]
+    return "\n".join(lines)
+
+
+def dryrun(configfile: str, profile: str, extra: list[str] | None = None) -> str:
+    cmd = [sys.executable, "-m", "snakemake", "-n", "--nolock", "-p", "--profile", profile,
+           "--configfile", configfile, *(extra or [])]  # fmt: skip
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if res.returncode != 0:
+        raise RuntimeError(f"snakemake dry-run failed ({' '.join(cmd)}):\n{res.stderr[-4000:]}")
+    return res.stdout
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="toolcall-repro plan", description=__doc__.split("\n\n")[0])
+    p.add_argument("--configfile", default="config/paper.yaml")
+    p.add_argument("--profile", default="profiles/slurm")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    a, extra = p.parse_known_args(argv)
+    config = yaml.safe_load(Path(a.configfile).read_text())
+    profile_cfg = yaml.safe_load((Path(a.profile) / "config.yaml").read_text()) or {}
+    plan = gpu_jobs_plan(parse_dryrun(dryrun(a.configfile, a.profile, extra)), config,
+                         retries=int(profile_cfg.get("retries", 0)))  # fmt: skip
+    print(json.dumps(plan, indent=2) if a.json else format_plan(plan))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

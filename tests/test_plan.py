@@ -1,0 +1,48 @@
+"""The plan's arithmetic and its reading of a dry-run (pure parts; the CLI is tested on the paper DAG)."""
+
+from toolcall_repro.plan import Job, format_plan, gpu_jobs_plan, parse_dryrun, training_plan
+
+RUN = {"batch_size": 256, "n": 16, "epochs": 4, "downsample": {"m": 8}, "filter": {"k": 1}}
+
+DRYRUN = """[Tue Dec  1 10:20:45 2026]
+rule train_grpo:
+    input: results/p/data/train/multi_turn.parquet
+    output: results/p/train/multi_turn/efficient/summary.json
+    wildcards: dataset=multi_turn, variant=efficient
+    resources: tmpdir=/tmp, mem_mb=480000, runtime=2880, gpu=0, gres=gpu:a100:8, nodes=2, tasks=2
+Shell command: python -m toolcall_repro.engines.train --config '{"batch_size":256,"n":16,"epochs":4,"downsample":{"m":8}}' --seed 0
+
+[Tue Dec  1 10:20:45 2026]
+rule normalise_source:
+    input: results/p/data/raw/xlam.jsonl
+    wildcards: source=xlam
+    resources: tmpdir=/tmp, gpu=0
+"""
+
+
+def test_training_plan_counts_drop_last_batches_and_caps_at_max_steps():
+    plan = training_plan(RUN, 2600)
+    assert (plan["steps_per_epoch"], plan["steps"]) == (10, 40)
+    assert (plan["rollouts_per_step"], plan["update_rows_per_step"]) == (4096, 2048)
+    assert plan["rollouts_total"] == 40 * 4096
+    assert training_plan({**RUN, "max_steps": 80, "downsample": None}, 63_000)["steps"] == 80
+    unknown = training_plan({**RUN, "max_steps": 80}, None)
+    assert unknown["steps"] == 80 and unknown["steps_per_epoch"] is None
+    assert training_plan(RUN, None)["steps"] is None
+
+
+def test_dryrun_blocks_and_multi_node_gpus():
+    jobs = parse_dryrun(DRYRUN)
+    assert [j.rule for j in jobs] == ["train_grpo", "normalise_source"]
+    train = jobs[0]
+    assert train.gpus == 16  # GRES per node x nodes
+    assert train.run_config["n"] == 16 and train.name == "multi_turn/efficient"
+    assert jobs[1].gpus == 0 and Job(rule="x", resources={"gpu": "1"}).gpus == 1
+    config = {"run_id": "p", "filter": {"single_turn": {"target_size": 2300}, "multi_turn": {"target_size": 2600},
+                                        "format_study": {"size": 700}}}  # fmt: skip
+    plan = gpu_jobs_plan(jobs, config, retries=1)
+    assert plan["gpu_job_count"] == 1
+    assert plan["max_gpu_hours"] == 16 * 48 * 2
+    assert plan["gpu_jobs"][0]["training"]["steps"] == 40
+    text = format_plan(plan)
+    assert "multi_turn/efficient" in text and "4,096" in text and "1,536 GPU-hours" in text

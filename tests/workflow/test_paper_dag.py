@@ -1,0 +1,122 @@
+"""The paper DAG as the SLURM profile would submit it: offline compute nodes, and the plan it costs."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolcall_repro.plan import parse_dryrun
+
+REPO = Path(__file__).resolve().parents[2]
+DOWNLOAD_RULES = {"download_source", "download_model", "download_lm_eval_data"}
+
+
+@pytest.fixture(scope="module")
+def paper_jobs(smk, fake_cluster_env):
+    res = smk("-n", "--nolock", "--profile", "profiles/slurm", "-p", env=fake_cluster_env)
+    assert res.returncode == 0, res.stderr + res.stdout
+    return parse_dryrun(res.stdout)
+
+
+def local_rules() -> set[str]:
+    names = set()
+    for smk in (REPO / "workflow" / "rules").glob("*.smk"):
+        for block in re.findall(r"localrules:\n((?:\s+\w+,\n)+)", smk.read_text()):
+            names |= set(re.findall(r"(\w+),", block))
+    return names
+
+
+def producers(jobs):
+    return {out: job for job in jobs for out in job.outputs}
+
+
+def upstream(job, by_output, seen=None):
+    """Every job whose outputs `job` reads, transitively (directory outputs count for paths below them)."""
+    seen = [] if seen is None else seen
+    for path in job.inputs:
+        src = by_output.get(path) or next(
+            (j for out, j in by_output.items() if path.startswith(out.rstrip("/") + "/")), None
+        )
+        if src is not None and src not in seen:
+            seen.append(src)
+            upstream(src, by_output, seen)
+    return seen
+
+
+def test_every_gpu_job_reads_only_what_local_download_rules_fetched(paper_jobs):
+    """Compute nodes may be offline: models, datasets and lm-eval task data come from submit-host rules.
+
+    BFCL's data ships inside bfcl-eval (installed with the env), so it has no download rule. ACEBench's
+    download is checked where it is wired (the integrator adds it to DOWNLOAD_RULES).
+    """
+    by_output = producers(paper_jobs)
+    assert DOWNLOAD_RULES <= local_rules()
+    gpu_jobs = [j for j in paper_jobs if j.gpus > 0]
+    assert {j.rule for j in gpu_jobs} >= {"train_grpo", "filter_single_turn", "filter_multi_turn",
+                                          "score_bfcl", "check_general_capability"}  # fmt: skip
+    for job in paper_jobs:
+        for path in job.inputs:  # a fresh run: every input is a job's output or a file of this checkout
+            made = path in by_output or any(path.startswith(o.rstrip("/") + "/") for o in by_output)
+            full = (REPO / path).resolve()
+            shipped = full.is_relative_to(REPO) and not path.startswith("results/") and full.exists()
+            assert made or shipped, f"{job.rule} {job.name} reads {path}, which no rule of the DAG produces"
+        if not upstream(job, by_output):
+            assert job.rule in DOWNLOAD_RULES, f"{job.rule} starts the DAG but is not a download rule"
+    for job in gpu_jobs:
+        assert job.rule not in DOWNLOAD_RULES
+        fetched = {j.rule for j in upstream(job, by_output)} & DOWNLOAD_RULES
+        assert "download_model" in fetched, (job.rule, job.name)
+        if job.rule == "check_general_capability":
+            assert "download_lm_eval_data" in fetched  # MMLU, HellaSwag, TruthfulQA, Winogrande
+    for job in (j for j in paper_jobs if j.rule == "download_model"):
+        assert "--revision " in job.shell, job.shell  # every hub model at the revision config pins
+    lm_eval = [j for j in paper_jobs if j.rule == "download_lm_eval_data"]
+    assert len(lm_eval) == 1
+    assert "mmlu,hellaswag,truthfulqa_mc2,winogrande" in lm_eval[0].shell
+    assert '"cais/mmlu":' in lm_eval[0].shell  # each dataset at the revision config pins
+
+
+def test_efficient_run_raises_n_in_multi_turn_only(paper_jobs):
+    """The paper's efficient multi-turn run uses n = 16; single-turn keeps n = 8 (and down-samples to 4)."""
+    runs = {j.name: j.run_config for j in paper_jobs if j.rule == "train_grpo"}
+    assert runs["multi_turn/efficient"]["n"] == 16 and runs["multi_turn/efficient"]["downsample"]["m"] == 8
+    assert runs["single_turn/efficient"]["n"] == 8 and runs["single_turn/efficient"]["downsample"]["m"] == 4
+    assert runs["single_turn/vanilla"]["n"] == runs["multi_turn/vanilla"]["n"] == 8
+
+
+def test_plan_prints_the_gpu_jobs_with_their_cost(fake_cluster_env):
+    env = {**os.environ, **fake_cluster_env, "PYTHONPATH": str(REPO / "src")}
+    res = subprocess.run(
+        [sys.executable, "-m", "toolcall_repro.cli", "plan", "--configfile", "config/paper.yaml", "--json"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    plan = json.loads(res.stdout)
+    train = {e["job"]: e for e in plan["gpu_jobs"] if e["rule"] == "train_grpo"}
+    assert all(e["gpus"] == 8 and e["runtime_min"] == 2880 for e in train.values())
+    assert train["tooln1/vanilla"]["training"]["steps"] == 80  # the filter policy: max_steps
+    single = train["single_turn/efficient"]["training"]
+    assert single["train_rows"] == 2300 and single["steps"] == 2300 // 128 * 10
+    assert (single["rollouts_per_step"], single["update_rows_per_step"]) == (128 * 8, 128 * 4)
+    multi = train["multi_turn/efficient"]["training"]
+    assert multi["train_rows"] == 2600 and multi["steps"] == 2600 // 256 * 4
+    assert (multi["rollouts_per_step"], multi["update_rows_per_step"]) == (256 * 16, 256 * 8)
+    assert plan["gpu_job_count"] == len(plan["gpu_jobs"]) > len(train)
+    assert plan["max_gpu_hours"] == pytest.approx(sum(e["max_gpu_hours"] for e in plan["gpu_jobs"]))
+    assert plan["retries"] == 1
+
+
+def test_lm_eval_tasks_without_pinned_revisions_fail_before_any_job(tmp_path, smk):
+    import yaml
+
+    cfg = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    del cfg["evaluate"]["general"]["revisions"]
+    path = tmp_path / "paper.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    res = smk("-n", "--nolock", "--configfile", str(path))
+    assert res.returncode != 0
+    assert "evaluate.general.revisions" in res.stdout + res.stderr
