@@ -11,13 +11,22 @@ import pytest
 
 from toolcall_repro.plan import parse_dryrun
 
+sys.path.insert(0, str(Path(__file__).parent))
+from _workflow_helpers import make_workdir, snakemake  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 DOWNLOAD_RULES = {"download_source", "download_model", "download_lm_eval_data"}
 
 
 @pytest.fixture(scope="module")
-def paper_jobs(smk, fake_cluster_env):
-    res = smk("-n", "--nolock", "--profile", "profiles/slurm", "-p", env=fake_cluster_env)
+def paper_workdir(tmp_path_factory):
+    """One working directory of this module's own (never the work tree: see _workflow_helpers)."""
+    return make_workdir(tmp_path_factory.mktemp("paper"))
+
+
+@pytest.fixture(scope="module")
+def paper_jobs(paper_workdir, fake_cluster_env):
+    res = snakemake("-n", "--nolock", "--profile", "profiles/slurm", "-p", cwd=paper_workdir, env=fake_cluster_env)
     assert res.returncode == 0, res.stderr + res.stdout
     return parse_dryrun(res.stdout)
 
@@ -88,11 +97,11 @@ def test_efficient_run_raises_n_in_multi_turn_only(paper_jobs):
     assert runs["single_turn/vanilla"]["n"] == runs["multi_turn/vanilla"]["n"] == 8
 
 
-def test_plan_prints_the_gpu_jobs_with_their_cost(fake_cluster_env):
+def test_plan_prints_the_gpu_jobs_with_their_cost(paper_workdir, fake_cluster_env):
     env = {**os.environ, **fake_cluster_env, "PYTHONPATH": str(REPO / "src")}
     res = subprocess.run(
         [sys.executable, "-m", "toolcall_repro.cli", "plan", "--configfile", "config/paper.yaml", "--json"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+        cwd=paper_workdir, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
     plan = json.loads(res.stdout)
