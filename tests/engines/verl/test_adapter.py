@@ -52,9 +52,8 @@ def trainer(tmp_path, tokenizer, model_dir, monkeypatch):
         tokenizer=tokenizer,
         validate=False,
     )
-    cfg = compose_config(
-        [*overrides, "data.dataloader_num_workers=0", "data.filter_overlong_prompts_workers=1"]
-    )
+    cfg = compose_config(overrides)  # verl's defaults: 8 dataloader workers, as on the cluster
+    assert cfg.data.dataloader_num_workers == 8
     t = build_trainer(
         cfg,
         tokenizer=tokenizer,
