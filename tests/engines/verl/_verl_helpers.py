@@ -114,3 +114,57 @@ def step_batch(groups: dict[str, list[float]], prompt_len: int = 5, response_len
     )
     n = len(next(iter(groups.values())))
     return compute_advantage(batch, adv_estimator="grpo", num_repeat=n)
+
+
+ALWAYS_RIGHT = {f"xlam:{i}" for i in range(8)}  # of twelve training samples; the other four stay mixed
+
+
+def rewards_for(sample_id: str) -> list[float]:
+    return [1.0] * 4 if sample_id in ALWAYS_RIGHT else [1.0, 0.0, 0.0, 1.0]
+
+
+def prepared_overrides(tmp_path, tokenizer, model_dir, **run_changes) -> list[str]:
+    """`launch.prepare` on twelve training and four held-out samples (2 GPUs); the override list."""
+    from toolcall_repro.data.schema import write_samples
+    from toolcall_repro.engines.verl import launch
+
+    write_samples([make_sample(i) for i in range(12)], tmp_path / "train_in.parquet")
+    write_samples([make_sample(100 + i) for i in range(4)], tmp_path / "heldout_in.parquet")
+    return launch.prepare(
+        train=str(tmp_path / "train_in.parquet"),
+        heldout=str(tmp_path / "heldout_in.parquet"),
+        base=str(model_dir),
+        config=run_config(**run_changes),
+        out=str(tmp_path / "train" / "single_turn" / "efficient"),
+        seed=5,
+        nodes=1,
+        gpus_per_node=2,
+        chat_messages=chat_messages,
+        tokenizer=tokenizer,
+        validate=False,
+    )
+
+
+def cpu_trainer(overrides: list[str], tokenizer):
+    """Our trainer as verl builds it (datasets, StatefulDataLoader, sampler) with a stand-in worker
+    group: two data-parallel ranks whose checkpoint save/load do nothing (the GPU part)."""
+    from types import SimpleNamespace
+
+    from verl.trainer.ppo.ray_trainer import Role
+
+    from toolcall_repro.engines.verl.main import build_trainer, compose_config
+
+    t = build_trainer(
+        compose_config(overrides),
+        tokenizer=tokenizer,
+        processor=None,
+        role_worker_mapping={Role.ActorRollout: object},
+        resource_pool_manager=None,
+        ray_worker_group_cls=None,
+    )
+    t.actor_rollout_wg = SimpleNamespace(
+        _dispatch_info={"actor": [0, 1]},
+        save_checkpoint=lambda *a, **k: None,
+        load_checkpoint=lambda *a, **k: None,
+    )
+    return t
