@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 CHAT_TEMPLATE = (
     "{%- for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{%- endfor %}"
@@ -123,7 +124,7 @@ def rewards_for(sample_id: str) -> list[float]:
     return [1.0] * 4 if sample_id in ALWAYS_RIGHT else [1.0, 0.0, 0.0, 1.0]
 
 
-def prepared_overrides(tmp_path, tokenizer, model_dir, **run_changes) -> list[str]:
+def prepared_overrides(tmp_path, tokenizer, model_dir, seed: int = 5, log=print, **run_changes) -> list[str]:
     """`launch.prepare` on twelve training and four held-out samples (2 GPUs); the override list."""
     from toolcall_repro.data.schema import write_samples
     from toolcall_repro.engines.verl import launch
@@ -136,12 +137,13 @@ def prepared_overrides(tmp_path, tokenizer, model_dir, **run_changes) -> list[st
         base=str(model_dir),
         config=run_config(**run_changes),
         out=str(tmp_path / "train" / "single_turn" / "efficient"),
-        seed=5,
+        seed=seed,
         nodes=1,
         gpus_per_node=2,
         chat_messages=chat_messages,
         tokenizer=tokenizer,
         validate=False,
+        log=log,
     )
 
 
@@ -164,7 +166,38 @@ def cpu_trainer(overrides: list[str], tokenizer):
     )
     t.actor_rollout_wg = SimpleNamespace(
         _dispatch_info={"actor": [0, 1]},
-        save_checkpoint=lambda *a, **k: None,
+        save_checkpoint=lambda local_path, *a, **k: os.makedirs(local_path, exist_ok=True),
         load_checkpoint=lambda *a, **k: None,
     )
     return t
+
+
+def drive(t, stop_after: int | None = None) -> list[dict]:
+    """`RayPPOTrainer.fit`'s epoch loop without the GPU: restore a checkpoint, take verl's epoch as
+    `global_steps // len(dataloader)`, loop over the epochs left and their batches, n rollouts a
+    prompt (`rewards_for`), our `_update_actor`. With `stop_after`, checkpoint at that step and stop
+    (a kill). One record a step: step, the filter's epoch, prompts seen, prompts skipped."""
+    from verl import DataProto
+
+    steps = []
+    t.global_steps = 0
+    t._load_checkpoint()
+    current_epoch = t.global_steps // len(t.train_dataloader)
+    t.global_steps += 1
+    for _epoch in range(current_epoch, t.config.trainer.total_epochs):
+        for batch_dict in t.train_dataloader:
+            ids = [e["id"] for e in DataProto.from_single_dict(batch_dict).non_tensor_batch["extra_info"]]
+            t._update_actor(step_batch({i: rewards_for(i) for i in ids}, seed=t.global_steps))
+            steps.append(
+                {
+                    "step": t.global_steps,
+                    "filter_epoch": t.streak_sampler.epoch,
+                    "ids": sorted(ids),
+                    "skipped": t.streak_sampler.filter.stats()["skipped"],
+                }
+            )
+            if t.global_steps == stop_after:  # verl's checkpoint (data.pt, marker) + ours, then a kill
+                t._save_checkpoint()
+                return steps
+            t.global_steps += 1
+    return steps

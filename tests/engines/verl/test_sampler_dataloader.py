@@ -12,7 +12,7 @@ import pytest
 pytestmark = pytest.mark.verl
 pytest.importorskip("verl", reason="verl lives in .venv-verl only (scripts/install-verl-env.sh)")
 
-from _verl_helpers import cpu_trainer, prepared_overrides, rewards_for, step_batch  # noqa: E402
+from _verl_helpers import cpu_trainer, drive, prepared_overrides  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer  # noqa: E402
 
@@ -38,32 +38,6 @@ def overrides(tmp_path_factory, tokenizer, model_dir):
 def uninterrupted(overrides, tokenizer):
     t = cpu_trainer(overrides, tokenizer)
     return t, drive(t)
-
-
-def drive(t, stop_after: int | None = None) -> list[dict]:
-    """fit()'s epoch loop; one record a step: step, verl's epoch, the filter's epoch, prompts seen."""
-    steps = []
-    t.global_steps = 0
-    t._load_checkpoint()
-    current_epoch = t.global_steps // len(t.train_dataloader)
-    t.global_steps += 1
-    for epoch in range(current_epoch, t.config.trainer.total_epochs):
-        for batch_dict in t.train_dataloader:
-            ids = [e["id"] for e in DataProto.from_single_dict(batch_dict).non_tensor_batch["extra_info"]]
-            t._update_actor(step_batch({i: rewards_for(i) for i in ids}, seed=t.global_steps))
-            steps.append(
-                {
-                    "step": t.global_steps,
-                    "filter_epoch": t.streak_sampler.epoch,
-                    "ids": sorted(ids),
-                    "skipped": t.streak_sampler.filter.stats()["skipped"],
-                }
-            )
-            if t.global_steps == stop_after:  # verl's checkpoint (data.pt, marker) + ours, then a kill
-                t._save_checkpoint()
-                return steps
-            t.global_steps += 1
-    return steps
 
 
 def epochs_of(steps):
