@@ -373,7 +373,9 @@ def build_overrides(
         "trainer.balance_batch": True,
         "trainer.default_local_dir": paths.checkpoints,
         "trainer.max_actor_ckpt_to_keep": v["max_checkpoints_to_keep"],
-        "actor_rollout_ref.actor.checkpoint.save_contents": ["model", "extra"],
+        # verl's default contents: a resumed run needs the optimizer's moments and the LR/RNG state
+        # ("extra") to continue as the uninterrupted run would; load_contents follows save_contents.
+        "actor_rollout_ref.actor.checkpoint.save_contents": ["model", "optimizer", "extra"],
         "trainer.validation_data_dir": paths.validation_dir,
         "ray_kwargs.ray_init.num_cpus": v["ray_num_cpus"] if nodes == 1 else None,
     }
