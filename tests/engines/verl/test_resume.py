@@ -136,5 +136,5 @@ def test_metrics_and_curve_continue_without_a_gap_or_a_duplicate(
     assert [(c["step"], c["heldout_accuracy"]) for c in curve] == [(0, 0.0), (2, 0.2), (4, 0.4), (6, 0.6), (8, 0.8)]
     assert [m["epoch"] for m in metrics] == [0, 0, 0, 1, 1, 1, 1, 1]  # the filter's epoch
     assert metrics[-1]["time/cumulative_s"] == pytest.approx(80.0)  # step 5 of attempt 1 is not counted
-    assert summary["steps"] == 8 and summary["resumed_from_steps"] == [4]
+    assert summary["steps"] == 8 and summary["resumed_from_steps"] == [4] and summary["missing_steps"] == []
     assert summary["gpu_hours_all_attempts"] >= summary["gpu_hours"]

@@ -311,6 +311,9 @@ def finalize(*, out: str, job_start_s: float, merge: bool = True, now=time.time)
     )
     attempts = json.loads((work / ATTEMPTS).read_text()) if (work / ATTEMPTS).is_file() else []
     result["resumed_from_steps"] = [a["resumed_from_step"] for a in attempts if a["resumed_from_step"]]
+    # a job killed while validating at a checkpoint step resumes after that step, unlogged
+    steps = {m["step"] for m in metrics}
+    result["missing_steps"] = sorted(set(range(1, max(steps) + 1)) - steps) if steps else []
     # Earlier attempts ran from their start to their last log line (lower bound: a killed attempt
     # may have run on, unlogged, until the kill).
     earlier_s = sum(
