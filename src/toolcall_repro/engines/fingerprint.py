@@ -32,7 +32,9 @@ def file_digest(path: str | Path) -> bytes:
     return h.digest()
 
 
-def run_fingerprint(config: object, seed: int, prompts: Iterable[tuple[str, str]], base_dir: str | Path) -> str:
+def run_fingerprint(
+    config: object, seed: int, prompts: Iterable[tuple[str, str]], base_dir: str | Path
+) -> str:
     """sha256 over (config, seed), every (prompt id, prompt text) in order, and the base weights."""
     h = hashlib.sha256(json.dumps([config, seed], sort_keys=True, default=str).encode())
     for prompt_id, text in prompts:

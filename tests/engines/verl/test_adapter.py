@@ -27,6 +27,7 @@ from toolcall_repro.engines.verl.main import build_trainer, compose_config  # no
 from toolcall_repro.engines.verl.metrics import convert  # noqa: E402
 from toolcall_repro.rl import StreakFilter  # noqa: E402
 
+
 @pytest.fixture
 def trainer(tmp_path, tokenizer, model_dir, monkeypatch):
     write_samples([make_sample(i) for i in range(12)], tmp_path / "train_in.parquet")

@@ -61,10 +61,15 @@ def option(argv: list[str], flag: str) -> str:
 def composed(argv: list[str], flash_attn: bool):
     """The job's verl config, as prepare composes it on a first attempt."""
     run, verl = launch.split_config(
-        json.loads(option(argv, "--config")), json.loads(option(argv, "--verl")), int(option(argv, "--nodes")), None
+        json.loads(option(argv, "--config")),
+        json.loads(option(argv, "--verl")),
+        int(option(argv, "--nodes")),
+        None,
     )
     paths = hydra.RunPaths.under(str(REPO / option(argv, "--out")), str(REPO / option(argv, "--base")))
-    overrides = hydra.build_overrides(run, verl, paths, int(option(argv, "--seed")), flash_attn_installed=flash_attn)
+    overrides = hydra.build_overrides(
+        run, verl, paths, int(option(argv, "--seed")), flash_attn_installed=flash_attn
+    )
     return run, verl, compose_config(overrides)
 
 
@@ -130,7 +135,9 @@ def test_flash_attention_without_flash_attn_is_refused_before_any_gpu(tmp_path):
 
     paths = hydra.RunPaths.under(str(tmp_path), "/m")
     with pytest.raises(hydra.VerlConfigError, match="flash_attn is not importable"):
-        hydra.build_overrides(run_config(), {"gpus_per_node": 4, "attn_implementation": "flash_attention_2"}, paths, 0)
+        hydra.build_overrides(
+            run_config(), {"gpus_per_node": 4, "attn_implementation": "flash_attention_2"}, paths, 0
+        )
     with pytest.raises(hydra.VerlConfigError, match="allowed"):
         hydra.build_overrides(run_config(), {"gpus_per_node": 4, "attn_implementation": "flash"}, paths, 0)
     assert launch.flash_attn_installed() is False  # the CPU test env has no flash-attn
@@ -151,7 +158,10 @@ def test_the_attention_verl_would_default_to_does_not_load_here_and_sdpa_does(tm
     tokenizer.save_pretrained(base)
     for impl, loads in (("sdpa", True), ("flash_attention_2", False)):
         cfg = compose_config(
-            [f"actor_rollout_ref.model.path={base}", f"+actor_rollout_ref.model.override_config.attn_implementation={impl}"]
+            [
+                f"actor_rollout_ref.model.path={base}",
+                f"+actor_rollout_ref.model.override_config.attn_implementation={impl}",
+            ]
         )
         model_config = omega_conf_to_dataclass(cfg.actor_rollout_ref.model)  # verl's HFModelConfig
         assert model_config.hf_config._attn_implementation == impl

@@ -78,7 +78,9 @@ def test_another_runs_checkpoints_are_discarded_with_a_log_line(tmp_path, tokeni
         assert not checkpoints.exists()
 
 
-def test_a_checkpoint_without_verls_completion_marker_does_not_count(tmp_path, tokenizer, model_dir, gpu_free):
+def test_a_checkpoint_without_verls_completion_marker_does_not_count(
+    tmp_path, tokenizer, model_dir, gpu_free
+):
     overrides, cfg, _ = attempt(tmp_path, tokenizer, model_dir)
     killed_at(2, overrides, tokenizer)
     (tmp_path / "train" / "single_turn" / "efficient" / "checkpoints" / launch.TRACKER).unlink()
@@ -133,7 +135,13 @@ def test_metrics_and_curve_continue_without_a_gap_or_a_duplicate(
     metrics = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     curve = [json.loads(x) for x in (out / "curve.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == list(range(1, 9))
-    assert [(c["step"], c["heldout_accuracy"]) for c in curve] == [(0, 0.0), (2, 0.2), (4, 0.4), (6, 0.6), (8, 0.8)]
+    assert [(c["step"], c["heldout_accuracy"]) for c in curve] == [
+        (0, 0.0),
+        (2, 0.2),
+        (4, 0.4),
+        (6, 0.6),
+        (8, 0.8),
+    ]
     assert [m["epoch"] for m in metrics] == [0, 0, 0, 1, 1, 1, 1, 1]  # the filter's epoch
     assert metrics[-1]["time/cumulative_s"] == pytest.approx(80.0)  # step 5 of attempt 1 is not counted
     assert summary["steps"] == 8 and summary["resumed_from_steps"] == [4] and summary["missing_steps"] == []

@@ -300,7 +300,9 @@ class ToolcallPPOTrainer(RayPPOTrainer):
             return out
         state = read_checkpoint_state(folder)
         if state["fingerprint"] != self.toolcall.get("fingerprint"):
-            raise ValueError(f"{folder} was written by another run (fingerprint differs): not resuming from it")
+            raise ValueError(
+                f"{folder} was written by another run (fingerprint differs): not resuming from it"
+            )
         if int(state["step"]) != int(self.global_steps):
             raise ValueError(f"{folder} holds step {state['step']} but verl resumed at {self.global_steps}")
         self.streak_sampler.restore(state["sampler"])

@@ -82,7 +82,13 @@ def carry_log(work: Path, resume_step: int | None, job_start_s: float | None) ->
     current, previous = work / "log.jsonl", work / PREVIOUS_LOG
     attempts_file = work / ATTEMPTS
     if resume_step is None:
-        for stale in (current, previous, attempts_file, work / "filter_state.json", work / "final_validation.json"):
+        for stale in (
+            current,
+            previous,
+            attempts_file,
+            work / "filter_state.json",
+            work / "final_validation.json",
+        ):
             stale.unlink(missing_ok=True)
         attempts: list = []
     else:
