@@ -146,3 +146,23 @@ def test_metrics_and_curve_continue_without_a_gap_or_a_duplicate(
     assert metrics[-1]["time/cumulative_s"] == pytest.approx(80.0)  # step 5 of attempt 1 is not counted
     assert summary["steps"] == 8 and summary["resumed_from_steps"] == [4] and summary["missing_steps"] == []
     assert summary["gpu_hours_all_attempts"] >= summary["gpu_hours"]
+
+
+def test_a_retry_after_the_last_step_trains_nothing_more(
+    tmp_path, tokenizer, model_dir, gpu_free, monkeypatch
+):
+    """Killed while scoring its last step (max_steps): the retry scores it, verl's loop is not entered."""
+    from types import SimpleNamespace
+
+    overrides, cfg, _ = attempt(tmp_path, tokenizer, model_dir, max_steps=3)
+    assert cfg.trainer.total_training_steps == 3
+    killed_at(3, overrides, tokenizer)
+    retry_overrides, retry, _ = attempt(tmp_path, tokenizer, model_dir, max_steps=3)
+    assert retry.trainer.resume_from_path.endswith("global_step_3")
+    monkeypatch.setattr(RayPPOTrainer, "fit", lambda self: pytest.fail("verl's loop would train step 4"))
+    monkeypatch.setattr(RayPPOTrainer, "_validate", lambda self, merged=False: {ACC: 0.5})
+    t = cpu_trainer([*retry_overrides, "data.dataloader_num_workers=0"], tokenizer)
+    t.checkpoint_manager = SimpleNamespace(update_weights=lambda step: None)
+    t.fit()
+    final = json.loads(open(t.toolcall["final_validation"]).read())
+    assert final["step"] == 3 and final["metrics"] == {ACC: 0.5}

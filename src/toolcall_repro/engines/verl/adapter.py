@@ -51,6 +51,10 @@ def read_checkpoint_state(folder: str | os.PathLike) -> dict:
         return json.load(f)
 
 
+def checkpoint_step(folder: str | os.PathLike) -> int:
+    return int(os.path.basename(os.path.normpath(folder)).split("global_step_")[-1])
+
+
 def resumed_folder(config) -> str | None:
     """The `global_step_<N>` folder verl's `_load_checkpoint` restores under this config, or None."""
     from verl.utils.checkpoint.checkpoint_manager import find_latest_ckpt_path
@@ -324,10 +328,19 @@ class ToolcallPPOTrainer(RayPPOTrainer):
         """verl's loop, then the last checkpoint and held-out score it skips when epochs shrink.
 
         verl saves and validates on `global_steps == total_training_steps`, a count taken from the
-        full first epoch; once the filter skips prompts that step never comes.
+        full first epoch; once the filter skips prompts that step never comes. A retry whose
+        checkpoint is already the last step (killed while scoring it) trains nothing more: verl's
+        loop would run one step past `total_training_steps` (the filter policy's 80).
         """
-        super().fit()
-        last = self.global_steps - 1  # fit() counts one past the last step it ran
+        folder = resumed_folder(self.config)
+        if folder is not None and checkpoint_step(folder) >= self.total_training_steps:
+            print(f"toolcall: {folder} is the run's last step, nothing left to train")
+            self._load_checkpoint()
+            self.checkpoint_manager.update_weights(self.global_steps)
+            self._last_saved_step = last = self.global_steps
+        else:
+            super().fit()
+            last = self.global_steps - 1  # fit() counts one past the last step it ran
         if last < 1:
             return
         self.global_steps = last
