@@ -18,6 +18,15 @@ TOOLS = [
 ]
 
 
+def tiny_qwen2_config():
+    import transformers
+
+    return transformers.Qwen2Config(
+        vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=1, max_position_embeddings=64, architectures=["Qwen2ForCausalLM"],
+    )  # fmt: skip
+
+
 def chat_messages(messages: list[dict], tools: list[dict]) -> list[dict]:
     """A stand-in for the protocol's training rendering: tools in the system prompt, history as is."""
     system = {"role": "system", "content": "Tools: " + json.dumps(tools, sort_keys=True)}

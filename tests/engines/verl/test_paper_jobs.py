@@ -18,10 +18,10 @@ import pytest
 pytestmark = pytest.mark.verl
 pytest.importorskip("verl", reason="verl lives in .venv-verl only (scripts/install-verl-env.sh)")
 
-from omegaconf import OmegaConf  # noqa: E402
+from omegaconf import OmegaConf, open_dict  # noqa: E402
 
 from toolcall_repro.engines.verl import hydra, launch  # noqa: E402
-from toolcall_repro.engines.verl.main import check_config, compose_config  # noqa: E402
+from toolcall_repro.engines.verl.main import check_config, check_model_config, compose_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"  # the main env (scripts/install.sh)
@@ -87,10 +87,14 @@ def test_the_paper_dag_has_every_training_job(jobs):
 
 
 @pytest.mark.parametrize("flash_attn", [False, True], ids=["no-flash-attn", "flash-attn"])
-def test_every_paper_job_passes_verl_validation_and_keeps_its_invariants(jobs, flash_attn):
+def test_every_paper_job_passes_verl_validation_and_keeps_its_invariants(jobs, flash_attn, model_dir):
     for name, argv in sorted(jobs.items()):
         run, verl, cfg = composed(argv, flash_attn)
         check_config(cfg)  # verl's validate_config + its algorithm and rollout dataclasses
+        # verl's model dataclass (the hub weights are not here: a tiny model of the same layout)
+        with open_dict(cfg):
+            cfg.actor_rollout_ref.model.path = str(model_dir)
+        check_model_config(cfg)
         trainer, data, actor = cfg.trainer, cfg.data, cfg.actor_rollout_ref.actor
         rollout, model = cfg.actor_rollout_ref.rollout, cfg.actor_rollout_ref.model
         # steps: the filter policy stops at 80 (common.smk); the others run all their epochs
@@ -143,19 +147,13 @@ def test_flash_attention_without_flash_attn_is_refused_before_any_gpu(tmp_path):
     assert launch.flash_attn_installed() is False  # the CPU test env has no flash-attn
 
 
-def test_the_attention_verl_would_default_to_does_not_load_here_and_sdpa_does(tmp_path, tokenizer):
+def test_the_attention_verl_would_default_to_does_not_load_here_and_sdpa_does(model_dir):
     """Why the choice matters: verl's default (flash_attention_2) fails at model creation without
     flash-attn; the sdpa the composition picks builds the same model."""
     import transformers
     from verl.utils.config import omega_conf_to_dataclass
 
-    base = tmp_path / "base"
-    tiny = transformers.Qwen2Config(
-        vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-        num_key_value_heads=1, max_position_embeddings=64, architectures=["Qwen2ForCausalLM"],
-    )  # fmt: skip
-    tiny.save_pretrained(base)
-    tokenizer.save_pretrained(base)
+    base = model_dir
     for impl, loads in (("sdpa", True), ("flash_attention_2", False)):
         cfg = compose_config(
             [

@@ -92,11 +92,12 @@ def test_a_checkpoint_without_verls_completion_marker_does_not_count(
 
 def test_a_different_base_model_is_another_run(tmp_path, tokenizer, model_dir, gpu_free):
     overrides, cfg, _ = attempt(tmp_path, tokenizer, model_dir)
-    (model_dir / "config.json").write_text('{"changed": true}')
+    original = (model_dir / "config.json").read_text()
+    (model_dir / "config.json").write_text(original.replace('"hidden_size": 16', '"hidden_size": 32'))
     try:
         _, other, _ = attempt(tmp_path, tokenizer, model_dir)
     finally:
-        (model_dir / "config.json").unlink()
+        (model_dir / "config.json").write_text(original)
     assert other.toolcall.fingerprint != cfg.toolcall.fingerprint
 
 

@@ -230,9 +230,11 @@ def prepare(
         resume_from=None if folder is None else str(folder),
     )
     if validate:
-        from toolcall_repro.engines.verl.main import check_config, compose_config
+        from toolcall_repro.engines.verl.main import check_config, check_model_config, compose_config
 
-        check_config(compose_config(overrides))
+        composed = compose_config(overrides)
+        check_config(composed)
+        check_model_config(composed)
     (work / OVERRIDES).write_text(hydra.overrides_text(overrides))
     geo = hydra.geometry(run, verl)
     _write_json(
