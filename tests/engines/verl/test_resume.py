@@ -42,7 +42,9 @@ def attempt(tmp_path, tokenizer, model_dir, **changes):
 
 
 def killed_at(step, overrides, tokenizer):
-    """A first attempt that checkpointed at `step` and died before the next."""
+    """A first attempt that checkpointed at `step` and died before the next. One loader process: the
+    files a checkpoint leaves are what matters here; resuming under verl's 8 workers is
+    test_sampler_dataloader's."""
     return drive(cpu_trainer([*overrides, "data.dataloader_num_workers=0"], tokenizer), stop_after=step)
 
 
