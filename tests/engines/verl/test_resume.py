@@ -129,6 +129,8 @@ def test_metrics_and_curve_continue_without_a_gap_or_a_duplicate(
     # attempt 1: validates at 0, checkpoints and validates at 2 and 4, dies during step 6
     log_attempt(log, [1, 2, 3, 4, 5], validated={2, 4}, start_val=0.0)
     killed_at(4, overrides, tokenizer)
+    with open(log, "a") as f:
+        f.write('{"step":6,"data":{"training/glo')  # the kill cut verl's last write short
     _, retry, _ = attempt(tmp_path, tokenizer, model_dir, epochs=6)
     assert retry.trainer.resume_from_path.endswith("global_step_4")
     assert not log.exists()  # verl's FileLogger would truncate it: the kept lines moved aside

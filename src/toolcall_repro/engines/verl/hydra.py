@@ -4,7 +4,7 @@ Pure: config dicts in, a list of override strings out. Three inputs:
   run      one training run (`train.settings.<setting>` merged with `train.variants.<variant>`, as the
            `train_grpo` rule passes it): lr, batch_size, n, temperature, top_p, max_prompt_tokens,
            max_response_tokens (or max_new_tokens), epochs, clip_low, clip_high, loss_agg,
-           checkpoint_every, filter, downsample;
+           checkpoint_every, filter, downsample, and max_steps (optional: verl's total_training_steps);
   verl     the cluster knobs (`train.verl`): nodes, gpus_per_node, tensor_parallel, ...;
   paths    where the data, the base model and every output live (all inside the results tree).
 Our own settings (filter, down-sampling, seed, metric paths) travel in a `toolcall` section of the same

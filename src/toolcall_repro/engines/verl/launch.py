@@ -69,9 +69,18 @@ def resume_point(checkpoints: str | Path, fingerprint: str, log=print) -> Path |
 
 
 def _log_lines(path: Path) -> list[tuple[int, str]]:
+    """(step, line) of a verl log; a kill -9 may have cut its last line short: that one is dropped."""
     if not path.is_file():
         return []
-    return [(int(json.loads(line)["step"]), line) for line in path.read_text().splitlines() if line.strip()]
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    out = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            out.append((int(json.loads(line)["step"]), line))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            if number < len(lines):
+                raise ValueError(f"{path}:{number} is not a verl log line: {line[:80]!r}") from None
+    return out
 
 
 def carry_log(work: Path, resume_step: int | None, job_start_s: float | None) -> None:
