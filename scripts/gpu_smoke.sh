@@ -113,10 +113,43 @@ model = AutoModelForCausalLM.from_pretrained('$TRAIN/final')
 print('final/:', type(model).__name__, sum(p.numel() for p in model.parameters()), 'parameters')
 "
 
-# --- 1b. kill and resume (issue 17) -------------------------------------------------------------------
-# Placeholder: a kill mid-run and a resume from the last checkpoint are added with the resume support
-# (engines/verl). Until then this step only says so.
-echo "== 1b. kill and resume: not part of this smoke yet (see issue 17)"
+# --- 1b. kill and resume ------------------------------------------------------------------------------
+# The same run in a second folder, checkpointed every step and killed (kill -9, the whole process group)
+# once step 2 is checkpointed AND logged (a kill while verl scores a checkpoint step would lose its
+# metrics line), then launched again: it must resume from global_step_2 and list every step once.
+echo "== 1b. kill and resume"
+RESUME=$(realpath -m "$OUT/train_resume")
+RESUME_CONFIG=${RUN_CONFIG/\"checkpoint_every\": 2/\"checkpoint_every\": 1}
+RESUME_ARGS=(--train "$DATA/train.parquet" --heldout "$DATA/heldout.parquet" --base "$BASE"
+  --config "$RESUME_CONFIG" --verl-config "$VERL_CONFIG" --out "$RESUME" --seed 0 --nodes 1 --gpus-per-node "$GPUS")
+echo "+ setsid bash workflow/scripts/verl/launch_verl.sh ${RESUME_ARGS[*]} &  (killed at step 2)"
+if [ "$DRY" = 0 ]; then
+  mkdir -p "$RESUME"
+  setsid bash workflow/scripts/verl/launch_verl.sh "${RESUME_ARGS[@]}" >"$RESUME.attempt1.log" 2>&1 &
+  PID=$!
+  until [ "$(cat "$RESUME/checkpoints/latest_checkpointed_iteration.txt" 2>/dev/null)" = 2 ] \
+    && grep -q '"step": *2,' "$RESUME/verl/log.jsonl" 2>/dev/null; do
+    kill -0 "$PID" 2>/dev/null || { echo "gpu_smoke.sh: FAILED: attempt 1 ended before its step-2 checkpoint" >&2; exit 1; }
+    sleep 5
+  done
+  kill -9 -- "-$PID" || true
+  wait "$PID" || true
+  "$VERL_PYTHON" -m ray.scripts.scripts stop --force >/dev/null 2>&1 || true
+fi
+run bash workflow/scripts/verl/launch_verl.sh "${RESUME_ARGS[@]}"
+check "$VERL_PYTHON" "the second attempt resumed from global_step_2; every step once in metrics.jsonl" "
+import json, pathlib
+out = pathlib.Path('$RESUME')
+rows = lambda f: [json.loads(x) for x in (out / f).read_text().splitlines()]
+assert 'trainer.resume_mode=resume_path' in (out / 'verl' / 'overrides.txt').read_text().splitlines()
+steps = [m['step'] for m in rows('metrics.jsonl')]
+curve = [c['step'] for c in rows('curve.jsonl')]
+summary = json.loads((out / 'summary.json').read_text())
+assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 3, steps
+assert len(curve) == len(set(curve)) and curve[0] == 0, curve
+assert summary['resumed_from_steps'] == [2] and summary['missing_steps'] == [], summary
+print('kill-and-resume OK: steps', steps, 'curve', curve)
+"
 # ------------------------------------------------------------------------------------------------------
 
 echo "== 2. BFCL, 5 entries, through vllm serve ($VLLM_BIN)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 CHAT_TEMPLATE = (
     "{%- for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{%- endfor %}"
@@ -15,6 +16,15 @@ TOOLS = [
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
     }
 ]
+
+
+def tiny_qwen2_config():
+    import transformers
+
+    return transformers.Qwen2Config(
+        vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=1, max_position_embeddings=64, architectures=["Qwen2ForCausalLM"],
+    )  # fmt: skip
 
 
 def chat_messages(messages: list[dict], tools: list[dict]) -> list[dict]:
@@ -114,3 +124,89 @@ def step_batch(groups: dict[str, list[float]], prompt_len: int = 5, response_len
     )
     n = len(next(iter(groups.values())))
     return compute_advantage(batch, adv_estimator="grpo", num_repeat=n)
+
+
+ALWAYS_RIGHT = {f"xlam:{i}" for i in range(8)}  # of twelve training samples; the other four stay mixed
+
+
+def rewards_for(sample_id: str) -> list[float]:
+    return [1.0] * 4 if sample_id in ALWAYS_RIGHT else [1.0, 0.0, 0.0, 1.0]
+
+
+def prepared_overrides(tmp_path, tokenizer, model_dir, seed: int = 5, log=print, **run_changes) -> list[str]:
+    """`launch.prepare` on twelve training and four held-out samples (2 GPUs); the override list."""
+    from toolcall_repro.data.schema import write_samples
+    from toolcall_repro.engines.verl import launch
+
+    write_samples([make_sample(i) for i in range(12)], tmp_path / "train_in.parquet")
+    write_samples([make_sample(100 + i) for i in range(4)], tmp_path / "heldout_in.parquet")
+    return launch.prepare(
+        train=str(tmp_path / "train_in.parquet"),
+        heldout=str(tmp_path / "heldout_in.parquet"),
+        base=str(model_dir),
+        config=run_config(**run_changes),
+        out=str(tmp_path / "train" / "single_turn" / "efficient"),
+        seed=seed,
+        nodes=1,
+        gpus_per_node=2,
+        chat_messages=chat_messages,
+        tokenizer=tokenizer,
+        validate=False,
+        log=log,
+    )
+
+
+def cpu_trainer(overrides: list[str], tokenizer):
+    """Our trainer as verl builds it (datasets, StatefulDataLoader, sampler) with a stand-in worker
+    group: two data-parallel ranks whose checkpoint save/load do nothing (the GPU part)."""
+    from types import SimpleNamespace
+
+    from verl.trainer.ppo.ray_trainer import Role
+
+    from toolcall_repro.engines.verl.main import build_trainer, compose_config
+
+    t = build_trainer(
+        compose_config(overrides),
+        tokenizer=tokenizer,
+        processor=None,
+        role_worker_mapping={Role.ActorRollout: object},
+        resource_pool_manager=None,
+        ray_worker_group_cls=None,
+    )
+    t.actor_rollout_wg = SimpleNamespace(
+        _dispatch_info={"actor": [0, 1]},
+        save_checkpoint=lambda local_path, *a, **k: os.makedirs(local_path, exist_ok=True),
+        load_checkpoint=lambda *a, **k: None,
+    )
+    return t
+
+
+def drive(t, stop_after: int | None = None) -> list[dict]:
+    """`RayPPOTrainer.fit`'s epoch loop without the GPU: restore a checkpoint, take verl's epoch as
+    `global_steps // len(dataloader)`, loop over the epochs left and their batches, n rollouts a
+    prompt (`rewards_for`), our `_update_actor`. With `stop_after`, checkpoint at that step and stop
+    (a kill). One record a step: step, the filter's epoch, prompts seen, prompts skipped."""
+    from verl import DataProto
+
+    steps = []
+    t.global_steps = 0
+    t._load_checkpoint()
+    current_epoch = t.global_steps // len(t.train_dataloader)
+    t.global_steps += 1
+    for _epoch in range(current_epoch, t.config.trainer.total_epochs):
+        for batch_dict in t.train_dataloader:
+            ids = [e["id"] for e in DataProto.from_single_dict(batch_dict).non_tensor_batch["extra_info"]]
+            t._update_actor(step_batch({i: rewards_for(i) for i in ids}, seed=t.global_steps))
+            steps.append(
+                {
+                    "step": t.global_steps,
+                    "filter_epoch": t.streak_sampler.epoch,
+                    "ids": sorted(ids),
+                    "skipped": t.streak_sampler.filter.stats()["skipped"],
+                }
+            )
+            if t.global_steps == stop_after:  # verl's checkpoint (data.pt, marker) + ours, then a kill
+                t._save_checkpoint()
+                return steps
+            t.global_steps += 1
+    return steps

@@ -10,7 +10,7 @@ import torch
 
 # This folder has no __init__.py (a package here would be named `verl`): make its helpers importable.
 sys.path.insert(0, str(Path(__file__).parent))
-from _verl_helpers import CHAT_TEMPLATE  # noqa: E402
+from _verl_helpers import CHAT_TEMPLATE, tiny_qwen2_config  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -24,7 +24,8 @@ def tokenizer():
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory, tokenizer):
-    """A directory `AutoTokenizer.from_pretrained` loads (what `--base` points at)."""
+    """A base model directory as `--base` gets it: tokenizer and config (no weights)."""
     path = tmp_path_factory.mktemp("base")
     tokenizer.save_pretrained(path)
+    tiny_qwen2_config().save_pretrained(path)  # verl's HFModelConfig reads the architecture
     return path

@@ -16,7 +16,7 @@ import pytest
 pytestmark = pytest.mark.verl
 pytest.importorskip("verl", reason="verl lives in .venv-verl only (scripts/install-verl-env.sh)")
 
-from _verl_helpers import chat_messages, make_sample, run_config, step_batch  # noqa: E402
+from _verl_helpers import chat_messages, make_sample, rewards_for, run_config, step_batch  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer, Role  # noqa: E402
 
@@ -26,12 +26,6 @@ from toolcall_repro.engines.verl.adapter import StreakFilterSampler, make_streak
 from toolcall_repro.engines.verl.main import build_trainer, compose_config  # noqa: E402
 from toolcall_repro.engines.verl.metrics import convert  # noqa: E402
 from toolcall_repro.rl import StreakFilter  # noqa: E402
-
-ALWAYS_RIGHT = {f"xlam:{i}" for i in range(8)}  # the other four stay mixed
-
-
-def rewards_for(sample_id: str) -> list[float]:
-    return [1.0] * 4 if sample_id in ALWAYS_RIGHT else [1.0, 0.0, 0.0, 1.0]
 
 
 @pytest.fixture
@@ -52,9 +46,8 @@ def trainer(tmp_path, tokenizer, model_dir, monkeypatch):
         tokenizer=tokenizer,
         validate=False,
     )
-    cfg = compose_config(
-        [*overrides, "data.dataloader_num_workers=0", "data.filter_overlong_prompts_workers=1"]
-    )
+    cfg = compose_config(overrides)  # verl's defaults: 8 dataloader workers, as on the cluster
+    assert cfg.data.dataloader_num_workers == 8
     t = build_trainer(
         cfg,
         tokenizer=tokenizer,

@@ -66,7 +66,29 @@ def test_paper_settings_compose_and_validate(tmp_path, setting):
     assert cfg.toolcall.scaled_mini_batch_size * run["n"] == run["batch_size"] * run["downsample"]["m"]
     assert OmegaConf.to_container(cfg.toolcall.filter) == run["filter"]
     assert cfg.ray_kwargs.ray_init.num_cpus == 64
-    assert list(cfg.actor_rollout_ref.actor.checkpoint.save_contents) == ["model", "extra"]
+    checkpoint = cfg.actor_rollout_ref.actor.checkpoint
+    assert list(checkpoint.save_contents) == list(checkpoint.load_contents) == ["model", "optimizer", "extra"]
+
+
+def test_max_steps_becomes_verls_total_training_steps(tmp_path):
+    """The Tool-N1 filter policy's 80 steps (common.smk: max_steps): without it verl plans all epochs."""
+    cfg = compose_config(hydra.build_overrides(run_config(max_steps=80), EIGHT_GPUS, paths(tmp_path), seed=0))
+    assert cfg.trainer.total_training_steps == 80
+    cfg = compose_config(hydra.build_overrides(run_config(), EIGHT_GPUS, paths(tmp_path), seed=0))
+    assert cfg.trainer.total_training_steps is None
+    with pytest.raises(hydra.VerlConfigError, match="max_steps"):
+        hydra.build_overrides(run_config(max_steps=0), EIGHT_GPUS, paths(tmp_path), seed=0)
+
+
+def test_a_retry_points_verl_at_the_checkpoint_and_a_first_attempt_at_none(tmp_path):
+    first = compose_config(hydra.build_overrides(run_config(), EIGHT_GPUS, paths(tmp_path), seed=0))
+    assert first.trainer.resume_mode == "disable" and first.trainer.resume_from_path is None
+    folder = f"{paths(tmp_path).checkpoints}/global_step_40"
+    retry = compose_config(
+        hydra.build_overrides(run_config(), EIGHT_GPUS, paths(tmp_path), seed=0, resume_from=folder)
+    )
+    assert retry.trainer.resume_mode == "resume_path" and retry.trainer.resume_from_path == folder
+    check_config(retry)
 
 
 def test_reward_function_loads_through_verl(tmp_path):

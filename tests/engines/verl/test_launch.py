@@ -11,7 +11,7 @@ pytestmark = pytest.mark.verl
 pytest.importorskip("verl", reason="verl lives in .venv-verl only (scripts/install-verl-env.sh)")
 
 import pyarrow.parquet as pq  # noqa: E402
-from _verl_helpers import chat_messages, make_sample, run_config  # noqa: E402
+from _verl_helpers import chat_messages, make_sample, run_config, tiny_qwen2_config  # noqa: E402
 from verl.utils.tracking import FileLogger  # noqa: E402
 
 from toolcall_repro import protocol  # noqa: E402
@@ -135,6 +135,7 @@ def test_prepare_with_the_real_training_protocol(inputs, tmp_path):
 
     base = tmp_path / "model"
     provisional_tokenizer(protocol.load_chat_template()).save_pretrained(base)
+    tiny_qwen2_config().save_pretrained(base)
     multi = tmp_path / "multi.parquet"
     write_samples([make_sample(i, "multi_turn") for i in range(4)], multi)
     out = tmp_path / "out"

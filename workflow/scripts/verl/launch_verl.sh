@@ -29,7 +29,9 @@ done
 mkdir -p "$OUT"
 
 echo "[launch_verl] prepare: $(date -Is)"
-"$PY" -m toolcall_repro.engines.verl prepare "${PREPARE[@]}"
+# On a retry (Snakemake's `retries`, or a rerun) prepare finds the run's newest complete checkpoint
+# under $OUT/checkpoints and points verl at it; another run's checkpoints are discarded.
+"$PY" -m toolcall_repro.engines.verl prepare "${PREPARE[@]}" --job-start-s "$JOB_START"
 
 echo "[launch_verl] train on $NODES node(s) x $GPUS GPU(s): $(date -Is)"
 if [ "$NODES" -le 1 ]; then

@@ -2,6 +2,8 @@
 
 The launch scripts (workflow/scripts/verl/) call them in order: `prepare` on the batch host,
 `train` as the Ray driver (after `ray start` on every node for several nodes), `finalize` at the end.
+A resubmitted job runs the same three: `prepare` finds the run's newest complete checkpoint and the
+override file it writes makes `train` resume from it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     prep.add_argument("--seed", type=int, required=True)
     prep.add_argument("--nodes", type=int, default=None)
     prep.add_argument("--gpus-per-node", type=int, default=None)
+    prep.add_argument("--job-start-s", type=float, default=None, help="the job's start (Unix seconds)")
     train = sub.add_parser("train", help="run verl (Ray driver) with the prepared override file")
     train.add_argument("--out", required=True)
     fin = sub.add_parser("finalize", help="metrics.jsonl, curve.jsonl, summary.json and final/ from the run")
@@ -64,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             nodes=args.nodes,
             gpus_per_node=args.gpus_per_node,
+            job_start_s=args.job_start_s,
         )
         print(f"prepared {len(overrides)} overrides in {Path(args.out) / 'verl' / launch.OVERRIDES}")
         return 0

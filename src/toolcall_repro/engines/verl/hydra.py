@@ -4,7 +4,7 @@ Pure: config dicts in, a list of override strings out. Three inputs:
   run      one training run (`train.settings.<setting>` merged with `train.variants.<variant>`, as the
            `train_grpo` rule passes it): lr, batch_size, n, temperature, top_p, max_prompt_tokens,
            max_response_tokens (or max_new_tokens), epochs, clip_low, clip_high, loss_agg,
-           checkpoint_every, filter, downsample;
+           checkpoint_every, filter, downsample, and max_steps (optional: verl's total_training_steps);
   verl     the cluster knobs (`train.verl`): nodes, gpus_per_node, tensor_parallel, ...;
   paths    where the data, the base model and every output live (all inside the results tree).
 Our own settings (filter, down-sampling, seed, metric paths) travel in a `toolcall` section of the same
@@ -38,6 +38,9 @@ VERL_DEFAULTS: dict = {
     "max_checkpoints_to_keep": 2,
     "ray_num_cpus": None,  # None: let Ray count (multi-node joins a cluster started by `ray start`)
     "val_temperature": 0.0,
+    # HF attention of the actor: auto = flash_attention_2 if flash-attn is importable in the job's env,
+    # else sdpa (verl's own default, flash_attention_2, fails at from_pretrained without flash-attn).
+    "attn_implementation": "auto",
     "vllm": {"enforce_eager": False, "max_num_batched_tokens": 8192, "max_num_seqs": 256},
     "extra_overrides": [],
 }
@@ -55,6 +58,7 @@ RUN_KEYS = (
     "checkpoint_every",
 )
 LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "token-sum")
+ATTN_IMPLEMENTATIONS = ("auto", "flash_attention_2", "sdpa", "eager")
 
 
 class VerlConfigError(ValueError):
@@ -185,6 +189,33 @@ def check_variant(run: Mapping) -> None:
         raise VerlConfigError(f"loss_agg must be one of {LOSS_AGG_MODES}, got {run['loss_agg']!r}")
 
 
+def attention(verl: Mapping, flash_attn_installed: bool) -> str:
+    """The actor's attention implementation; one the job's env cannot run is an error here."""
+    impl = merged_verl(verl)["attn_implementation"]
+    if impl not in ATTN_IMPLEMENTATIONS:
+        raise VerlConfigError(f"train.verl.attn_implementation={impl!r}; allowed: {ATTN_IMPLEMENTATIONS}")
+    if impl == "auto":
+        impl = "flash_attention_2" if flash_attn_installed else "sdpa"
+    if impl == "flash_attention_2" and not flash_attn_installed:
+        raise VerlConfigError(
+            "train.verl.attn_implementation=flash_attention_2 but flash_attn is not importable in this env"
+            " (set it to auto or sdpa, or install flash-attn)"
+        )
+    if int(merged_verl(verl)["ulysses_sp"]) > 1 and impl != "flash_attention_2":
+        raise VerlConfigError(f"train.verl.ulysses_sp > 1 needs flash_attention_2, not {impl}")
+    return impl
+
+
+def max_steps(run: Mapping) -> int | None:
+    """`max_steps` (the Tool-N1 filter policy's 80): verl's total_training_steps; None = all epochs."""
+    value = run.get("max_steps")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise VerlConfigError(f"max_steps must be an int >= 1 or null, got {value!r}")
+    return value
+
+
 _BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 
 
@@ -222,7 +253,9 @@ def flat_overrides(prefix: str, value: object, add: bool = False) -> list[str]:
     return [f"{plus}{prefix}={hydra_value(value)}"]
 
 
-def toolcall_section(run: Mapping, paths: RunPaths, seed: int, geo: Geometry) -> dict:
+def toolcall_section(
+    run: Mapping, paths: RunPaths, seed: int, geo: Geometry, fingerprint: str | None = None
+) -> dict:
     """Our settings, read by the trainer subclass and the sampler (config key `toolcall`)."""
     down = run.get("downsample")
     return {
@@ -243,14 +276,30 @@ def toolcall_section(run: Mapping, paths: RunPaths, seed: int, geo: Geometry) ->
         "log_jsonl": paths.log_jsonl,
         "filter_state": paths.filter_state,
         "final_validation": paths.final_validation,
+        "fingerprint": fingerprint,  # the run's (engines.fingerprint); a resumed checkpoint must carry it
     }
 
 
-def build_overrides(run: Mapping, verl: Mapping | None, paths: RunPaths, seed: int) -> list[str]:
-    """The complete override list for `verl/trainer/config/ppo_trainer.yaml` (legacy trainer)."""
+def build_overrides(
+    run: Mapping,
+    verl: Mapping | None,
+    paths: RunPaths,
+    seed: int,
+    *,
+    flash_attn_installed: bool = False,
+    fingerprint: str | None = None,
+    resume_from: str | None = None,
+) -> list[str]:
+    """The complete override list for `verl/trainer/config/ppo_trainer.yaml` (legacy trainer).
+
+    `resume_from`: a complete `global_step_<N>` checkpoint of this same run (launch.resume_point), or
+    None for a first attempt. `flash_attn_installed`: whether the job's env can import flash_attn.
+    """
     v = merged_verl(verl)
     geo = geometry(run, v)
     check_variant(run)
+    attn = attention(v, flash_attn_installed)
+    steps = max_steps(run)
     max_prompt, max_response = int(run["max_prompt_tokens"]), response_tokens(run)
     nodes = int(v["nodes"])
     every = int(run["checkpoint_every"])
@@ -271,7 +320,8 @@ def build_overrides(run: Mapping, verl: Mapping | None, paths: RunPaths, seed: i
         "data.shuffle": True,
         "data.seed": int(seed),
         "actor_rollout_ref.model.path": paths.model,
-        "actor_rollout_ref.model.use_remove_padding": True,
+        # Padding removal packs sequences into one row: only flash-attn's varlen kernels keep them apart.
+        "actor_rollout_ref.model.use_remove_padding": attn == "flash_attention_2",
         "actor_rollout_ref.model.enable_gradient_checkpointing": bool(v["gradient_checkpointing"]),
         "actor_rollout_ref.actor.optim.lr": float(run["lr"]),
         "actor_rollout_ref.actor.ppo_mini_batch_size": geo.mini_prompts,
@@ -315,6 +365,7 @@ def build_overrides(run: Mapping, verl: Mapping | None, paths: RunPaths, seed: i
         "trainer.nnodes": nodes,
         "trainer.n_gpus_per_node": int(v["gpus_per_node"]),
         "trainer.total_epochs": int(run["epochs"]),
+        "trainer.total_training_steps": steps,
         "trainer.save_freq": every,
         "trainer.test_freq": every,
         "trainer.val_before_train": True,
@@ -322,15 +373,22 @@ def build_overrides(run: Mapping, verl: Mapping | None, paths: RunPaths, seed: i
         "trainer.balance_batch": True,
         "trainer.default_local_dir": paths.checkpoints,
         "trainer.max_actor_ckpt_to_keep": v["max_checkpoints_to_keep"],
-        # Snakemake removes a failed job's outputs, so there is never a checkpoint to resume from;
-        # without resuming, optimizer states (2/3 of a checkpoint) would only fill the disk.
-        "trainer.resume_mode": "disable",
-        "actor_rollout_ref.actor.checkpoint.save_contents": ["model", "extra"],
+        # verl's default contents: a resumed run needs the optimizer's moments and the LR/RNG state
+        # ("extra") to continue as the uninterrupted run would; load_contents follows save_contents.
+        "actor_rollout_ref.actor.checkpoint.save_contents": ["model", "optimizer", "extra"],
         "trainer.validation_data_dir": paths.validation_dir,
         "ray_kwargs.ray_init.num_cpus": v["ray_num_cpus"] if nodes == 1 else None,
     }
     out = [f"{k}={hydra_value(val)}" for k, val in ov.items()]
-    out += flat_overrides("toolcall", toolcall_section(run, paths, seed, geo), add=True)
+    # hf_model.yaml's override_config is an empty dict: the key is added ('+').
+    out.append(f"+actor_rollout_ref.model.override_config.attn_implementation={attn}")
+    out += flat_overrides("toolcall", toolcall_section(run, paths, seed, geo, fingerprint), add=True)
+    # A retry continues the same run from its newest complete checkpoint (weights, optimizer, dataloader;
+    # the filter's state rides in the same folder); a first attempt starts from the base weights.
+    out += [
+        f"trainer.resume_mode={'resume_path' if resume_from else 'disable'}",
+        f"trainer.resume_from_path={hydra_value(resume_from)}",
+    ]
     extra = list(v["extra_overrides"] or [])
     if any(not isinstance(x, str) or "=" not in x for x in extra):
         raise VerlConfigError(f"train.verl.extra_overrides must be 'key=value' strings, got {extra}")

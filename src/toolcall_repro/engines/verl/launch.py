@@ -2,21 +2,26 @@
 
 prepare:  our parquets -> verl's RL parquets (+ data report), the Hydra override file, `run.json`;
           the override file is composed against verl's config schema and validated before any GPU
-          or Ray process starts, so a bad config fails on the login node in seconds.
+          or Ray process starts, so a bad config fails on the login node in seconds. On a retry it
+          points verl at the newest complete checkpoint of the same run (`resume_point`): a job that
+          was preempted or timed out loses only the steps since that checkpoint.
 finalize: verl's JSONL log -> `metrics.jsonl`, `curve.jsonl`, `summary.json` (GPU-hours from the job's
           wall-clock x GPUs); the last FSDP checkpoint -> `final/` (a Hugging Face model directory).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
+import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from toolcall_repro.engines.fingerprint import run_fingerprint
 from toolcall_repro.engines.verl import hydra
 from toolcall_repro.engines.verl.data import ChatMessages, Render, to_verl_rows, verl_table
 from toolcall_repro.engines.verl.metrics import convert, read_log, summary
@@ -24,6 +29,93 @@ from toolcall_repro.engines.verl.metrics import convert, read_log, summary
 RUN_JSON = "run.json"
 OVERRIDES = "overrides.txt"
 DATA_REPORT = "data_report.json"
+PREVIOUS_LOG = "log.previous.jsonl"  # verl's log lines of earlier attempts, up to the resumed step
+ATTEMPTS = "attempts.json"
+TRACKER = "latest_checkpointed_iteration.txt"  # verl writes it last: a checkpoint is complete
+CHECKPOINT_STATE = "toolcall_state.json"  # adapter.CHECKPOINT_STATE (adapter imports verl; this may not)
+
+
+def flash_attn_installed() -> bool:
+    """Whether this env (the job's: prepare runs in it) can import flash-attn."""
+    return importlib.util.find_spec("flash_attn") is not None
+
+
+def resume_point(checkpoints: str | Path, fingerprint: str, log=print) -> Path | None:
+    """The newest complete checkpoint of this run, or None after discarding whatever is there.
+
+    Complete: verl's marker names `global_step_<N>` and that folder holds the actor, verl's
+    dataloader state and our state. Same run: our state carries this run's fingerprint.
+    """
+    root = Path(checkpoints)
+    if not root.exists():
+        return None
+    tracker = root / TRACKER
+    reason, folder = None, None
+    if not tracker.is_file():
+        reason = f"no {TRACKER}: no checkpoint was completed"
+    else:
+        folder = root / f"global_step_{int(tracker.read_text().strip())}"
+        missing = [p for p in ("actor", "data.pt", CHECKPOINT_STATE) if not (folder / p).exists()]
+        if missing:
+            reason = f"{folder.name} lacks {missing}"
+        elif json.loads((folder / CHECKPOINT_STATE).read_text()).get("fingerprint") != fingerprint:
+            reason = f"{folder.name} is another run's (config, seed, data or base weights differ)"
+    if reason is None:
+        log(f"resuming from {folder}")
+        return folder
+    log(f"discarding checkpoints in {root}: {reason}")
+    shutil.rmtree(root)
+    return None
+
+
+def _log_lines(path: Path) -> list[tuple[int, str]]:
+    """(step, line) of a verl log; a kill -9 may have cut its last line short: that one is dropped."""
+    if not path.is_file():
+        return []
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    out = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            out.append((int(json.loads(line)["step"]), line))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            if number < len(lines):
+                raise ValueError(f"{path}:{number} is not a verl log line: {line[:80]!r}") from None
+    return out
+
+
+def carry_log(work: Path, resume_step: int | None, job_start_s: float | None) -> None:
+    """Keep earlier attempts' log lines up to the resumed step (verl's FileLogger truncates its file).
+
+    A fresh start drops every trace of an earlier attempt: log, filter state, final score, attempts.
+    """
+    current, previous = work / "log.jsonl", work / PREVIOUS_LOG
+    attempts_file = work / ATTEMPTS
+    if resume_step is None:
+        for stale in (
+            current,
+            previous,
+            attempts_file,
+            work / "filter_state.json",
+            work / "final_validation.json",
+        ):
+            stale.unlink(missing_ok=True)
+        attempts: list = []
+    else:
+        last_log_s = current.stat().st_mtime if current.is_file() else None
+        kept = [line for step, line in _log_lines(previous) + _log_lines(current) if step <= resume_step]
+        tmp = previous.with_name(previous.name + ".tmp")
+        tmp.write_text("".join(f"{line}\n" for line in kept))
+        tmp.replace(previous)
+        current.unlink(missing_ok=True)
+        attempts = json.loads(attempts_file.read_text()) if attempts_file.is_file() else []
+        if attempts:
+            attempts[-1]["last_log_s"] = last_log_s
+    attempts.append({"job_start_s": job_start_s, "resumed_from_step": resume_step, "last_log_s": None})
+    _write_json(attempts_file, attempts)
+
+
+def prompts_for_fingerprint(rows: list[dict]) -> list[tuple[str, str]]:
+    return [(str(r["extra_info"]["id"]), json.dumps(r, sort_keys=True, default=str)) for r in rows]
 
 
 def training_protocol_fns(tokenizer) -> tuple[ChatMessages, Render]:
@@ -97,16 +189,22 @@ def prepare(
     render: Render | None = None,
     tokenizer=None,
     validate: bool = True,
+    flash_attn: bool | None = None,
+    job_start_s: float | None = None,
+    log=print,
 ) -> list[str]:
     """Write `<out>/verl/{train,heldout}.parquet, data_report.json, overrides.txt, run.json`.
 
-    `chat_messages` and `render` default to the training protocol's (tests pass their own).
+    `chat_messages` and `render` default to the training protocol's (tests pass their own);
+    `flash_attn` to whether this env has flash-attn.
     """
     from toolcall_repro.data.schema import read_samples
 
     run, verl = split_config(config, verl_config, nodes, gpus_per_node)
     paths = hydra.RunPaths.under(str(Path(out).resolve()), str(Path(base).resolve()))
-    overrides = hydra.build_overrides(run, verl, paths, seed)  # fails fast on a bad geometry
+    flash_attn = flash_attn_installed() if flash_attn is None else bool(flash_attn)
+    # fails fast on a bad geometry; the run's identity (fingerprint) is this list before resuming
+    identity = hydra.build_overrides(run, verl, paths, seed, flash_attn_installed=flash_attn)
     if tokenizer is None:
         from transformers import AutoTokenizer
 
@@ -114,7 +212,7 @@ def prepare(
     if chat_messages is None:
         chat_messages, render = training_protocol_fns(tokenizer)
     max_prompt = int(run["max_prompt_tokens"])
-    report = {}
+    report, fingerprint_rows = {}, []
     for name, src, dst, limit in (
         ("train", train, paths.train_files, None),
         ("heldout", heldout, paths.val_files, run.get("heldout_size")),
@@ -125,17 +223,40 @@ def prepare(
             raise ValueError(f"{name}: no sample left of {rep.rows_in} ({rep.as_dict()['dropped_counts']})")
         _write_parquet(rows, dst)
         report[name] = rep.as_dict()
+        fingerprint_rows += prompts_for_fingerprint(rows)
     work = Path(paths.log_jsonl).parent
     _write_json(work / DATA_REPORT, report)
+    fingerprint = run_fingerprint({"overrides": identity}, int(seed), fingerprint_rows, base)
+    folder = resume_point(paths.checkpoints, fingerprint, log=log)
+    carry_log(work, None if folder is None else int(folder.name.split("_")[-1]), job_start_s)
+    overrides = hydra.build_overrides(
+        run,
+        verl,
+        paths,
+        seed,
+        flash_attn_installed=flash_attn,
+        fingerprint=fingerprint,
+        resume_from=None if folder is None else str(folder),
+    )
     if validate:
-        from toolcall_repro.engines.verl.main import check_config, compose_config
+        from toolcall_repro.engines.verl.main import check_config, check_model_config, compose_config
 
-        check_config(compose_config(overrides))
+        composed = compose_config(overrides)
+        check_config(composed)
+        check_model_config(composed)
     (work / OVERRIDES).write_text(hydra.overrides_text(overrides))
     geo = hydra.geometry(run, verl)
     _write_json(
         work / RUN_JSON,
-        {"run": run, "verl": verl, "seed": int(seed), "paths": vars(paths), "geometry": vars(geo)},
+        {
+            "run": run,
+            "verl": verl,
+            "seed": int(seed),
+            "paths": vars(paths),
+            "geometry": vars(geo),
+            "fingerprint": fingerprint,
+            "resume_from": None if folder is None else str(folder),
+        },
     )
     return overrides
 
@@ -172,7 +293,9 @@ def finalize(*, out: str, job_start_s: float, merge: bool = True, now=time.time)
     info = json.loads((work / RUN_JSON).read_text())
     paths, verl, run = info["paths"], info["verl"], info["run"]
     n_gpus = int(verl["nodes"]) * int(verl["gpus_per_node"])
-    records = read_log(Path(paths["log_jsonl"]).read_text().splitlines())
+    # earlier attempts' lines up to the step this attempt resumed from, then this attempt's
+    lines = (work / PREVIOUS_LOG).read_text().splitlines() if (work / PREVIOUS_LOG).is_file() else []
+    records = read_log(lines + Path(paths["log_jsonl"]).read_text().splitlines())
     final_val = Path(paths["final_validation"])
     final = json.loads(final_val.read_text()) if final_val.is_file() else None
     metrics, curve = convert(records, n_gpus, final)
@@ -203,6 +326,19 @@ def finalize(*, out: str, job_start_s: float, merge: bool = True, now=time.time)
         data_report=data_report,
         filter_stats=filter_stats,
     )
+    attempts = json.loads((work / ATTEMPTS).read_text()) if (work / ATTEMPTS).is_file() else []
+    result["resumed_from_steps"] = [a["resumed_from_step"] for a in attempts if a["resumed_from_step"]]
+    # a job killed while validating at a checkpoint step resumes after that step, unlogged
+    steps = {m["step"] for m in metrics}
+    result["missing_steps"] = sorted(set(range(1, max(steps) + 1)) - steps) if steps else []
+    # Earlier attempts ran from their start to their last log line (lower bound: a killed attempt
+    # may have run on, unlogged, until the kill).
+    earlier_s = sum(
+        max(0.0, a["last_log_s"] - a["job_start_s"])
+        for a in attempts[:-1]
+        if a.get("last_log_s") is not None and a.get("job_start_s") is not None
+    )
+    result["gpu_hours_all_attempts"] = (earlier_s + wall_clock_s) * n_gpus / 3600.0
     _write_json(out_dir / "summary.json", result)
     return result
 

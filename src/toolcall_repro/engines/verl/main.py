@@ -53,6 +53,14 @@ def check_config(config: DictConfig) -> None:
         omega_conf_to_dataclass(OmegaConf.select(config, section))
 
 
+def check_model_config(config: DictConfig) -> None:
+    """verl's model dataclass as its workers build it (tokenizer, HF config with the attention
+    implementation): needs the base model's files, not a GPU."""
+    from verl.utils.config import omega_conf_to_dataclass
+
+    omega_conf_to_dataclass(config.actor_rollout_ref.model)
+
+
 def build_trainer(
     config: DictConfig,
     *,

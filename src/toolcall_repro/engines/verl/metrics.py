@@ -59,10 +59,16 @@ def heldout_accuracy(data: Mapping) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def data_epoch(data: Mapping) -> int:
+    """The filter's epoch (ours, exact after a resume) or verl's loop counter when there is none."""
+    value = _number(data.get("filter/epoch"))
+    return int(value) if value is not None else int(data["training/epoch"])
+
+
 def step_line(data: Mapping, cumulative_s: float, n_gpus: int) -> dict:
     line: dict = {
         "step": int(data["training/global_step"]),
-        "epoch": int(data["training/epoch"]),
+        "epoch": data_epoch(data),
     }
     for key in STEP_KEYS:
         if key in line:
@@ -108,10 +114,11 @@ def convert(records: list[tuple[int, dict]], n_gpus: int, final_validation: Mapp
                 if key not in data:
                     raise VerlLogError(f"step {step} lacks {key}")
             cumulative += float(data["timing_s/step"]) + float(data.get("timing_s/testing", 0.0))
-            epoch = int(data["training/epoch"])
+            epoch = data_epoch(data)
             metrics.append(step_line(data, cumulative, n_gpus))
         acc = heldout_accuracy(data)
-        if acc is not None:
+        # a resumed attempt validates its start step again (val_before_train): the first score stays
+        if acc is not None and all(c["step"] != step for c in curve):
             curve.append(_curve_line(step, epoch, acc, cumulative, n_gpus))
     if final_validation is not None:
         acc = heldout_accuracy(final_validation["metrics"])
