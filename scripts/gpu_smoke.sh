@@ -122,7 +122,7 @@ RESUME=$(realpath -m "$OUT/train_resume")
 RESUME_CONFIG=${RUN_CONFIG/\"checkpoint_every\": 2/\"checkpoint_every\": 1}
 RESUME_ARGS=(--train "$DATA/train.parquet" --heldout "$DATA/heldout.parquet" --base "$BASE"
   --config "$RESUME_CONFIG" --verl-config "$VERL_CONFIG" --out "$RESUME" --seed 0 --nodes 1 --gpus-per-node "$GPUS")
-echo "+ setsid bash workflow/scripts/verl/launch_verl.sh ${RESUME_ARGS[*]} &  (killed at step 2)"
+echo "  (attempt 1: the command below, started with setsid in the background, killed at step 2)"
 if [ "$DRY" = 0 ]; then
   mkdir -p "$RESUME"
   setsid bash workflow/scripts/verl/launch_verl.sh "${RESUME_ARGS[@]}" >"$RESUME.attempt1.log" 2>&1 &

@@ -50,9 +50,12 @@ def test_dry_run_prints_the_paper_path_in_order(tmp_path):
     cmds = commands(out)
     download = find(cmds, "toolcall_repro.data.download", "model")
     assert arg(download, "--hub-id") == "Qwen/Qwen2.5-0.5B-Instruct"
-    train = find(cmds, "workflow/scripts/verl/launch_verl.sh")
+    train, resume = [c for c in cmds if "workflow/scripts/verl/launch_verl.sh" in c]
     run = json.loads(arg(train, "--config"))
     assert (run["n"], run["downsample"]["m"], run["epochs"]) == (4, 2, 2) and run["filter"]["k"] == 1
+    # 1b: the same run, checkpointed every step, in a folder of its own (killed at step 2, then resumed)
+    assert json.loads(arg(resume, "--config")) == {**run, "checkpoint_every": 1}
+    assert arg(resume, "--out").endswith("train_resume") and arg(resume, "--out") != arg(train, "--out")
     verl = json.loads(arg(train, "--verl-config"))
     assert verl["gpus_per_node"] == int(arg(train, "--gpus-per-node")) == 1
     assert "dataloader" not in out and "extra_overrides" not in verl  # verl's default workers, untouched
@@ -91,7 +94,7 @@ def prepared(tmp_path_factory, tiny_model_dir):
     for c in data:
         res = subprocess.run([sys.executable, *c[1:]], cwd=REPO, env=env, capture_output=True, text=True)
         assert res.returncode == 0, (c, res.stderr[-2000:])
-    train = find(cmds, "workflow/scripts/verl/launch_verl.sh")
+    train = next(c for c in cmds if "workflow/scripts/verl/launch_verl.sh" in c)  # the first run (not 1b)
     if not VERL_PYTHON.exists():
         pytest.skip("no .venv-verl (scripts/install-verl-env.sh): verl's validation of the smoke run not checked")
     prepare = [str(VERL_PYTHON), "-m", "toolcall_repro.engines.verl", "prepare", *train[2:]]
