@@ -31,8 +31,8 @@ def test_archive_round_trips_and_names_a_flipped_byte(run_dir, tmp_path):
     archive = tmp_path / "demo.tar.gz"
     extra = tmp_path / "config.yaml"
     extra.write_text("run_id: demo\n")
-    n = provenance.pack_archive(run_dir, archive, [extra])
-    assert n == 3  # table, manifest, extra config; the archive/ folder is left out
+    info = provenance.pack_archive(run_dir, archive, [extra])
+    assert info["packed_files"] == 3  # table, manifest, extra config; the archive/ folder is left out
     assert provenance.verify_archive(archive) == []
     assert cli.main(["verify", str(archive)]) == 0
 
@@ -54,12 +54,12 @@ def test_extra_files_with_the_same_name_do_not_collide(run_dir, tmp_path, monkey
     for rel in ["config/config.yaml", ".test/config.yaml"]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(f"# {rel}\n")
-    archive = tmp_path / "x.tar.gz"
+    archive = tmp_path / "demo-1.tar.gz"
     provenance.pack_archive(run_dir, archive, ["config/config.yaml", ".test/config.yaml"])
     assert provenance.verify_archive(archive) == []
     with tarfile.open(archive) as tar:
         names = tar.getnames()
-    assert "demo/extra/config/config.yaml" in names and "demo/extra/.test/config.yaml" in names
+    assert "demo-1/extra/config/config.yaml" in names and "demo-1/extra/.test/config.yaml" in names
 
 
 def test_archive_is_deterministic(run_dir, tmp_path):

@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 CONFIG = ".test/config.yaml"
 RUN_ID = yaml.safe_load((REPO / CONFIG).read_text())["run_id"]
 RUN = REPO / "results" / RUN_ID
+ARCHIVES = REPO / "results" / "archives"  # archive.dir's default: outside the tree a rerun rewrites
 
 pytestmark = pytest.mark.workflow
 
@@ -23,6 +24,8 @@ pytestmark = pytest.mark.workflow
 @pytest.fixture(scope="module")
 def smoke_run(smk):
     shutil.rmtree(RUN, ignore_errors=True)
+    for old in ARCHIVES.glob(f"{RUN_ID}-*"):
+        old.unlink()
     res = smk("--cores", "2", "--configfile", CONFIG, timeout=1800)
     assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-5000:]
     return res
@@ -34,9 +37,10 @@ def test_every_stage_wrote_its_outputs(smoke_run):
         "data/train/single_turn.parquet", "data/train/multi_turn.parquet",
         "train/single_turn/vanilla/metrics.jsonl", "train/multi_turn/efficient/curve.jsonl",
         "eval/bfcl/base/default/summary.json", "tables/index.md", "figures/index.md",
-        "provenance.json", f"archive/{RUN_ID}.tar.gz",
+        "provenance.json",
     ]:  # fmt: skip
         assert (RUN / rel).exists(), rel
+    assert smoke_archive().exists()
     record = json.loads((RUN / "provenance.json").read_text())
     manifests = list((RUN / "manifests").rglob("*.json"))
     assert record["jobs"] == len(manifests) > 20
@@ -80,8 +84,15 @@ def output_line(block: str) -> str:
     return next(line for line in block.splitlines() if line.strip().startswith("output:"))
 
 
+def smoke_archive() -> Path:
+    """The run's one archive: <run_id>-<commit>-<config sha>.tar.gz (toolcall_repro.archive)."""
+    found = sorted(ARCHIVES.glob(f"{RUN_ID}-*.tar.gz"))
+    assert len(found) == 1, found
+    return found[0]
+
+
 def test_archive_round_trips_and_names_a_flipped_byte(smoke_run, tmp_path):
-    archive = RUN / "archive" / f"{RUN_ID}.tar.gz"
+    archive = smoke_archive()
     cli = [sys.executable, "-m", "toolcall_repro.cli", "verify"]
     ok = subprocess.run([*cli, str(archive)], capture_output=True, text=True)
     assert ok.returncode == 0 and "OK" in ok.stdout
@@ -90,6 +101,8 @@ def test_archive_round_trips_and_names_a_flipped_byte(smoke_run, tmp_path):
         assert any(n.endswith("tables/index.md") for n in names)
         assert any(n.endswith("provenance.json") for n in names)
         assert any("/manifests/" in n for n in names) and any("/logs/" in n for n in names)
+        assert any(n.endswith("/ARCHIVE.json") for n in names)
+        assert not any("/checkpoints/" in n for n in names)  # resume state is never archived
         target = next(n for n in names if n.endswith("provenance.json"))
         tampered = tmp_path / "tampered.tar.gz"
         with tarfile.open(tampered, "w:gz") as out:
