@@ -62,16 +62,6 @@ def test_extra_files_with_the_same_name_do_not_collide(run_dir, tmp_path, monkey
     assert "demo-1/extra/config/config.yaml" in names and "demo-1/extra/.test/config.yaml" in names
 
 
-def test_archive_is_deterministic(run_dir, tmp_path):
-    a, b = tmp_path / "a.tar.gz", tmp_path / "b.tar.gz"
-    provenance.pack_archive(run_dir, a)
-    provenance.pack_archive(run_dir, b)
-    with tarfile.open(a) as ta, tarfile.open(b) as tb:
-        assert [m.name for m in ta.getmembers()] == [m.name for m in tb.getmembers()]
-        for m in ta.getmembers():
-            assert ta.extractfile(m).read() == tb.extractfile(m.name).read()
-
-
 def test_run_with_manifest_records_job(tmp_path):
     inp = tmp_path / "in.txt"
     inp.write_text("hello")
