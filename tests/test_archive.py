@@ -44,7 +44,10 @@ def test_part_of_tells_the_parts_apart():
         "resume checkpoints",
         "train/single_turn/vanilla/checkpoints",
     )
-    assert archive.part_of("train/format_multi/vanilla/final/x") == ("final weights", "train/format_multi/vanilla/final")
+    assert archive.part_of("train/format_multi/vanilla/final/x") == (
+        "final weights",
+        "train/format_multi/vanilla/final",
+    )
     assert archive.part_of("train/single_turn/vanilla/final.json")[0] == "results"  # a file, not the folder
     assert archive.part_of("models/hub/a--b/x") == ("hub snapshots", "models/hub/a--b")
     assert archive.part_of("eval/bfcl/base/default/summary.json") == ("results", "")
@@ -65,7 +68,11 @@ def test_policy_leaves_resume_state_out_and_weights_per_option(run_dir, tmp_path
     # The archive's own manifest names every folder left out, with its size and why.
     with tarfile.open(out) as tar:
         manifest = json.loads(tar.extractfile(f"demo-{weights}/{archive.ARCHIVE_MANIFEST}").read())
-    assert manifest["weights"] == weights and manifest["run_id"] == "demo" and manifest["left_out"] == info["left_out"]
+    assert (
+        manifest["weights"] == weights
+        and manifest["run_id"] == "demo"
+        and manifest["left_out"] == info["left_out"]
+    )
     left = {lo["path"]: lo for lo in manifest["left_out"]}
     assert left["train/single_turn/vanilla/checkpoints"]["files"] == 2
     assert left["train/single_turn/vanilla/checkpoints"]["bytes"] == 1400
@@ -86,14 +93,23 @@ def test_size_report_names_every_part(run_dir, tmp_path):
     report = archive.size_report(info)
     assert report.splitlines()[0].startswith("demo.tar.gz: ")
     rows = {line.split("  ")[1].strip(): line for line in report.splitlines()[2:]}
-    assert set(rows) == {"results", "resume checkpoints", "final weights", "base model", "hub snapshots", "archives"}
+    assert set(rows) == {
+        "results",
+        "resume checkpoints",
+        "final weights",
+        "base model",
+        "hub snapshots",
+        "archives",
+    }
     assert "left out" in rows["resume checkpoints"] and "resume state" in rows["resume checkpoints"]
     assert "left out" not in rows["results"]
 
 
 def test_the_cli_prints_the_size_by_part(run_dir, tmp_path, capsys):
     out = tmp_path / "demo.tar.gz"
-    assert provenance.main(["archive", "--run-dir", str(run_dir), "--out", str(out), "--weights", "none"]) == 0
+    assert (
+        provenance.main(["archive", "--run-dir", str(run_dir), "--out", str(out), "--weights", "none"]) == 0
+    )
     printed = capsys.readouterr().out
     assert "resume checkpoints" in printed and "left out" in printed
     assert cli.main(["verify", str(out)]) == 0

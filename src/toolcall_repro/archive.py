@@ -127,7 +127,9 @@ def _extra_name(path: str | Path) -> str:
 def _files(paths: Iterable[str | Path]) -> list[Path]:
     out: list[Path] = []
     for p in map(Path, paths):
-        out.extend(sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p] if p.is_file() else [])
+        out.extend(
+            sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p] if p.is_file() else []
+        )
     return out
 
 
@@ -180,7 +182,11 @@ def pack_archive(
     members += [(Path(e), f"{prefix}/extra/{_extra_name(e)}", "config files") for e in _files(extra)]
     n_extra = len(members) - len(packed)
     if n_extra:
-        parts["config files"] = {"archived": True, "files": n_extra, "bytes": sum(m[0].stat().st_size for m in members[len(packed):])}
+        parts["config files"] = {
+            "archived": True,
+            "files": n_extra,
+            "bytes": sum(m[0].stat().st_size for m in members[len(packed) :]),
+        }
     info = {
         "archive": archive.name,
         "run_id": run_dir.name,

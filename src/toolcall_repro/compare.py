@@ -57,9 +57,9 @@ def load_run(path: str | Path) -> Run:
     """A results tree (a directory) or an archive (a .tar.gz): only the files a comparison reads."""
     path = Path(path)
     if path.is_dir():
-        members, run_id = _tree_members(path), path.name
+        members = _tree_members(path)
     elif path.is_file():
-        members, run_id = iter_members(path, _wanted), None
+        members = iter_members(path, _wanted)
     else:
         raise FileNotFoundError(f"compare: {path} is neither a results tree nor an archive")
     manifests, tables, summaries, record, info = {}, {}, {}, None, {}
@@ -78,7 +78,9 @@ def load_run(path: str | Path) -> Run:
                 summaries[rel] = json.loads(data)
             except json.JSONDecodeError:
                 continue  # not ours to read: a summary.json that is not JSON is the loaders' error
-    run_id = run_id or info.get("run_id") or ((record or {}).get("config") or {}).get("run_id") or "?"
+    # The run id as the manifests' paths spell it (results/<run_id>/...): a kept copy may be renamed.
+    run_id = ((record or {}).get("config") or {}).get("run_id") or info.get("run_id")
+    run_id = run_id or (path.name if path.is_dir() else "?")
     return Run(str(path), run_id, manifests, tables, summaries, record)
 
 
@@ -91,9 +93,11 @@ def flat_diff(a: object, b: object, prefix: str = "") -> list[tuple[str, object,
         out = []
         for k in sorted(set(a) | set(b), key=str):
             key = f"{prefix}.{k}" if prefix else str(k)
-            out += flat_diff(a.get(k, MISSING), b.get(k, MISSING), key) if k in a and k in b else [
-                (key, a.get(k, MISSING), b.get(k, MISSING))
-            ]
+            out += (
+                flat_diff(a.get(k, MISSING), b.get(k, MISSING), key)
+                if k in a and k in b
+                else [(key, a.get(k, MISSING), b.get(k, MISSING))]
+            )
         return out
     return [] if a == b else [(prefix or "(whole)", a, b)]
 
@@ -119,6 +123,7 @@ class JobChange:
     inputs: list[str] = field(default_factory=list)  # inputs added, removed or with another sha256
     outputs: list[str] = field(default_factory=list)
     code: tuple[str | None, str | None] | None = None  # commits, when they differ
+    finished: tuple[str | None, str | None] = (None, None)  # finished_at in A and in B
 
     @property
     def cause(self) -> str:
@@ -143,8 +148,9 @@ def compare_jobs(a: Run, b: Run) -> list[JobChange]:
             inputs=sorted(k for k in set(ia) | set(ib) if ia.get(k) != ib.get(k)),
             outputs=sorted(k for k in set(oa) | set(ob) if oa.get(k) != ob.get(k)),
             code=(ca, cb) if ca != cb else None,
+            finished=(ma.get("finished_at"), mb.get("finished_at")),
         )
-        if change.outputs or ma.get("finished_at") != mb.get("finished_at"):
+        if change.outputs or change.finished[0] != change.finished[1]:
             change.status = "rerun"
         out.append(change)
     return out
@@ -206,7 +212,9 @@ def compare_table(name: str, ta: list[dict[str, str]], tb: list[dict[str, str]])
 
     ra = {label(i, r): r for i, r in enumerate(ta)}
     rb = {label(i, r): r for i, r in enumerate(tb)}
-    change = TableChange(name, "same", key, columns=([c for c in ca if c not in cb], [c for c in cb if c not in ca]))
+    change = TableChange(
+        name, "same", key, columns=([c for c in ca if c not in cb], [c for c in cb if c not in ca])
+    )
     change.rows_only_a = [k for k in ra if k not in rb]
     change.rows_only_b = [k for k in rb if k not in ra]
     for k, row_a in ra.items():
@@ -262,14 +270,26 @@ def _c(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _card(run: Run, source: str | None) -> str:
+def _card(run: Run, source: str | None) -> dict | str:
+    """The protocol card of a table row's source file, or why there is none."""
     if not source:
         return "no source file"
     summary = run.summaries.get(source)
     if summary is None:
-        return f"`{source}` not in this run"
-    card = summary.get("card")
-    return _v(card) if card else f"`{source}` carries no protocol card"
+        return "source file not in this run"
+    return summary.get("card") or "no protocol card in the source file"
+
+
+def _card_lines(c: Comparison, src_a: str | None, src_b: str | None) -> list[str]:
+    card_a, card_b = _card(c.a, src_a), _card(c.b, src_b)
+    show = {k: _v(v) if isinstance(v, dict) else v for k, v in (("a", card_a), ("b", card_b))}
+    if src_a == src_b and card_a == card_b:
+        return [f"- `{src_a}`: same in A and B: {show['a']}"]
+    lines = [f"- `{src_a}` in A: {show['a']}", f"  `{src_b}` in B: {show['b']}"]
+    if isinstance(card_a, dict) and isinstance(card_b, dict):
+        moved = "; ".join(f"{k}: {_v(o)} -> {_v(n)}" for k, o, n in flat_diff(card_a, card_b))
+        lines.append(f"  the cards differ in {moved}")
+    return lines
 
 
 def _run_line(r: Run) -> str:
@@ -287,15 +307,24 @@ def markdown(c: Comparison, max_files: int = 5) -> str:
     lines += [f"- `{k}`: {_v(old)} -> {_v(new)}" for k, old, new in c.config] or ["No config key changed."]
     rerun = c.rerun()
     lines += ["", "## Jobs", ""]
-    lines.append(f"{len(c.jobs)} jobs; {len(rerun)} added, removed or rerun; {len(c.jobs) - len(rerun)} unchanged.")
+    counts = {s: sum(j.status == s for j in c.jobs) for s in ("rerun", "added", "removed", "same")}
+    lines.append(
+        f"{_n(len(c.jobs), 'job')}: {counts['rerun']} rerun, {counts['added']} only in B, "
+        f"{counts['removed']} only in A, {counts['same']} unchanged (same manifest: not rerun)."
+    )
     if rerun:
-        lines += ["", "| job | status | why | config changed | inputs changed | outputs changed |", "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| job | status | why | config changed | inputs changed | outputs changed | finished (A -> B) |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for j in rerun:
             cfg = "; ".join(f"{k}: {_v(o)} -> {_v(n)}" for k, o, n in j.config)
             ins = _few(j.inputs, max_files)
             outs = _few(j.outputs, max_files) or ("same bytes" if j.status == "rerun" else "")
             why = j.cause if j.status == "rerun" else ""
-            lines.append(f"| `{j.job}` | {j.status} | {why} | {cfg} | {ins} | {outs} |")
+            when = " -> ".join(str(t or "") for t in j.finished) if j.status == "rerun" else ""
+            lines.append(f"| `{j.job}` | {j.status} | {why} | {cfg} | {ins} | {outs} | {when} |")
     lines += ["", "## Tables", ""]
     same = [t.name for t in c.tables if t.status == "same"]
     for t in c.tables:
@@ -307,6 +336,10 @@ def markdown(c: Comparison, max_files: int = 5) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _few(items: list[str], n: int) -> str:
     shown = ", ".join(f"`{i}`" for i in items[:n])
     return shown + (f" and {len(items) - n} more" if len(items) > n else "")
@@ -315,7 +348,7 @@ def _few(items: list[str], n: int) -> str:
 def _table_section(c: Comparison, t: TableChange) -> list[str]:
     lines = [f"### {t.name} (`tables/csv/{t.name}.csv`)", ""]
     key = ", ".join(t.key) if t.key else "row position"
-    lines.append(f"{len(t.cells)} cells changed (rows matched on {key}).")
+    lines.append(f"{_n(len(t.cells), 'cell')} changed (rows matched on {key}).")
     for side, rows in (("A", t.rows_only_a), ("B", t.rows_only_b)):
         if rows:
             lines.append(f"Rows only in {side}: {', '.join(rows)}.")
@@ -327,12 +360,7 @@ def _table_section(c: Comparison, t: TableChange) -> list[str]:
         lines += [f"| {_c(x.row)} | {_c(x.column)} | {_c(x.old)} | {_c(x.new)} |" for x in t.cells]
         lines += ["", "Protocol cards of the changed rows:", ""]
         for src_a, src_b in dict.fromkeys(x.sources for x in t.cells):
-            card_a, card_b = _card(c.a, src_a), _card(c.b, src_b)
-            if src_a == src_b and card_a == card_b:
-                lines.append(f"- `{src_a}`: same in A and B: {card_a}")
-            else:
-                lines.append(f"- A `{src_a}`: {card_a}")
-                lines.append(f"  B `{src_b}`: {card_b}")
+            lines += _card_lines(c, src_a, src_b)
     return [*lines, ""]
 
 

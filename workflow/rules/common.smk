@@ -39,7 +39,9 @@ ARCHIVE = os.path.join(
     ARCHIVE_CFG["dir"],
     archive_name(config["run_id"], code_tag(workflow.basedir), config_hash(config)),
 )
-if os.path.commonpath([os.path.abspath(ARCHIVE_CFG["dir"]), os.path.abspath(RUN)]) == os.path.abspath(RUN):
+if os.path.commonpath(
+    [os.path.abspath(ARCHIVE_CFG["dir"]), os.path.abspath(RUN)]
+) == os.path.abspath(RUN):
     raise ValueError(
         f"archive.dir: {ARCHIVE_CFG['dir']!r} lies inside results/{config['run_id']}, which a rerun "
         "rewrites: choose a folder outside it (default results/archives)"

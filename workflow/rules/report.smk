@@ -131,7 +131,7 @@ rule archive_results:
     resources:
         gpu=0,
     params:
-        run_dir=RUN,
+        run_dir=lambda w, input: os.path.dirname(input.record),
         weights=ARCHIVE_CFG["weights"],
     shell:
         # The size by part goes to the log and to the terminal.
