@@ -172,3 +172,13 @@ def test_code_tag_is_the_commit_plus_a_hash_of_uncommitted_changes(tmp_path):
     assert dirty.startswith(commit[:10] + "-dirty") and dirty == archive.code_tag(tmp_path)
     (tmp_path / "code.py").write_text("x = 3\n")
     assert archive.code_tag(tmp_path) != dirty  # another edit, another name
+
+
+def test_a_symlink_in_the_tree_is_packed_as_the_file_it_names(run_dir, tmp_path):
+    (run_dir / "tables" / "link.csv").symlink_to(run_dir / "tables" / "csv" / "t.csv")
+    out = tmp_path / "demo.tar.gz"
+    archive.pack_archive(run_dir, out)
+    assert archive.verify_archive(out) == []
+    assert dict(archive.iter_members(out, lambda rel: rel == "tables/link.csv")) == {
+        "tables/link.csv": b"a,b\n1,2\n"
+    }

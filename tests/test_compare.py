@@ -227,6 +227,7 @@ def test_two_archives_of_one_run_id_sit_side_by_side_and_compare_alike(two_runs,
     assert out.read_text() == compare.write_comparison(a, b)
     assert "| model=rl-single | avg_mean | 0.34 | 0.35 |" in out.read_text()
     assert cli.main(["compare", str(a), str(tmp_path / "nowhere")]) == 2
+    assert cli.main(["compare", str(a), str(tmp_path)]) == 2  # a folder that is no results tree
 
 
 def test_a_run_compared_with_itself_reports_nothing(two_runs):

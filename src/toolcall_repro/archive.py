@@ -206,9 +206,10 @@ def pack_archive(
                 with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
                     for src, name, part in members:
                         start = raw.tell()
-                        ti = tar.gettarinfo(str(src), arcname=name)
-                        ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname = 0, 0, 0, "", ""
                         with open(src, "rb") as f:
+                            # From the open file: a symlink in the tree is packed as the file it names.
+                            ti = tar.gettarinfo(arcname=name, fileobj=f)
+                            ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname = 0, 0, 0, "", ""
                             tar.addfile(ti, f)
                         compressed[part] += raw.tell() - start
                     for name, data in ((ARCHIVE_MANIFEST, blob), (CHECKSUM_FILE, "".join(sums).encode())):

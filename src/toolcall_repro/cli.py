@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "compare":
         try:
             text = compare.write_comparison(args.a, args.b, args.out)
-        except FileNotFoundError as e:
+        except (FileNotFoundError, ValueError) as e:
             print(e, file=sys.stderr)
             return 2
         sys.stdout.write(text)

@@ -78,6 +78,10 @@ def load_run(path: str | Path) -> Run:
                 summaries[rel] = json.loads(data)
             except json.JSONDecodeError:
                 continue  # not ours to read: a summary.json that is not JSON is the loaders' error
+    if not manifests and not tables:
+        raise ValueError(
+            f"compare: {path} holds no manifests/ and no tables/csv/: not a results tree or archive"
+        )
     # The run id as the manifests' paths spell it (results/<run_id>/...): a kept copy may be renamed.
     run_id = ((record or {}).get("config") or {}).get("run_id") or info.get("run_id")
     run_id = run_id or (path.name if path.is_dir() else "?")
