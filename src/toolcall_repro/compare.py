@@ -131,8 +131,10 @@ class JobChange:
 
     @property
     def cause(self) -> str:
-        why = [w for w, hit in (("config", self.config), ("inputs", self.inputs), ("code", self.code)) if hit]
-        return ", ".join(why) if why else "none recorded (forced, or a file's modification time)"
+        """What differs in the job's record between the runs: its config subtree, inputs, code commit."""
+        hits = (("config", self.config), ("inputs", self.inputs), ("code commit", self.code))
+        why = [w for w, hit in hits if hit]
+        return ", ".join(why) if why else "nothing recorded (forced, or a file's modification time)"
 
 
 def compare_jobs(a: Run, b: Run) -> list[JobChange]:
@@ -319,7 +321,7 @@ def markdown(c: Comparison, max_files: int = 5) -> str:
     if rerun:
         lines += [
             "",
-            "| job | status | why | config changed | inputs changed | outputs changed | finished (A -> B) |",
+            "| job | status | what differs | config changed | inputs changed | outputs changed | finished (A -> B) |",
             "|---|---|---|---|---|---|---|",
         ]
         for j in rerun:
