@@ -182,3 +182,14 @@ def test_a_symlink_in_the_tree_is_packed_as_the_file_it_names(run_dir, tmp_path)
     assert dict(archive.iter_members(out, lambda rel: rel == "tables/link.csv")) == {
         "tables/link.csv": b"a,b\n1,2\n"
     }
+
+
+def test_compressed_sizes_by_part_add_up_to_the_archive(run_dir, tmp_path):
+    extra = tmp_path / "config.yaml"
+    extra.write_text("run_id: demo\n")
+    info = archive.pack_archive(run_dir, tmp_path / "demo.tar.gz", [extra])
+    packed = {k: p["compressed_bytes"] for k, p in info["parts"].items() if p["archived"]}
+    assert set(packed) == {"results", "final weights", "base model", "config files"}
+    assert all(n > 0 for n in packed.values())
+    # The rest is the gzip header and trailer, ARCHIVE.json, SHA256SUMS and the tar end blocks.
+    assert 0 < info["archive_bytes"] - sum(packed.values()) < 2000

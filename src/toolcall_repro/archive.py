@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import tarfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -172,21 +173,23 @@ def pack_archive(
     Members lie under `<prefix>/` (default: the archive's name without .tar.gz, so two archives of one
     run id extract side by side), in sorted order with fixed mtimes and owners, in a gzip stream with
     no timestamp: the same tree gives the same bytes. Returns the archive's manifest (ARCHIVE.json) with
-    each part's packed size in the archive added under `compressed_bytes` (approximate: gzip buffers).
+    each part's compressed size in the archive added under `compressed_bytes`.
     """
     run_dir, archive = Path(run_dir), Path(archive)
     if prefix is None:
         prefix = archive.name[: -len(SUFFIX)] if archive.name.endswith(SUFFIX) else archive.stem
     packed, parts, left_out = plan(run_dir, weights)
-    members = [(src, f"{prefix}/{rel}", part_of(rel)[0]) for src, rel in packed]
-    members += [(Path(e), f"{prefix}/extra/{_extra_name(e)}", "config files") for e in _files(extra)]
-    n_extra = len(members) - len(packed)
-    if n_extra:
+    extras = _files(extra)
+    if extras:
         parts["config files"] = {
             "archived": True,
-            "files": n_extra,
-            "bytes": sum(m[0].stat().st_size for m in members[len(packed) :]),
+            "files": len(extras),
+            "bytes": sum(e.stat().st_size for e in extras),
         }
+    members = [(src, f"{prefix}/{rel}", part_of(rel)[0]) for src, rel in packed]
+    members += [(e, f"{prefix}/extra/{_extra_name(e)}", "config files") for e in extras]
+    order = [*PARTS, "config files"]
+    members.sort(key=lambda m: (order.index(m[2]), m[1]))  # part by part, each in path order
     info = {
         "archive": archive.name,
         "run_id": run_dir.name,
@@ -204,14 +207,18 @@ def pack_archive(
         with open(tmp, "wb") as raw:
             with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as gz:
                 with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-                    for src, name, part in members:
-                        start = raw.tell()
+                    start = raw.tell()
+                    for i, (src, name, part) in enumerate(members):
                         with open(src, "rb") as f:
                             # From the open file: a symlink in the tree is packed as the file it names.
                             ti = tar.gettarinfo(arcname=name, fileobj=f)
                             ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname = 0, 0, 0, "", ""
                             tar.addfile(ti, f)
-                        compressed[part] += raw.tell() - start
+                        if i + 1 == len(members) or members[i + 1][2] != part:
+                            # A sync flush at the end of each part: its compressed size is exact.
+                            gz.flush(zlib.Z_SYNC_FLUSH)
+                            compressed[part] = raw.tell() - start
+                            start = raw.tell()
                     for name, data in ((ARCHIVE_MANIFEST, blob), (CHECKSUM_FILE, "".join(sums).encode())):
                         ti = tarfile.TarInfo(f"{prefix}/{name}")
                         ti.size = len(data)
@@ -242,7 +249,7 @@ def size_report(info: dict) -> str:
         f"  {'part':<20} {'files':>7} {'in tree':>10} {'in archive':>11}",
     ]
     for name, p in sorted(info["parts"].items(), key=lambda kv: -kv[1]["bytes"]):
-        packed = f"~{_size(p['compressed_bytes'])}" if p["archived"] else "left out"
+        packed = _size(p["compressed_bytes"]) if p["archived"] else "left out"
         why = "" if p["archived"] else f"  ({p['reason']})"
         lines.append(f"  {name:<20} {p['files']:>7} {_size(p['bytes']):>10} {packed:>11}{why}")
     return "\n".join(lines)

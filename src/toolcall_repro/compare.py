@@ -338,7 +338,10 @@ def markdown(c: Comparison, max_files: int = 5) -> str:
             lines += [f"### {t.name}: only in {'B' if t.status == 'added' else 'A'}", ""]
         elif t.status == "changed":
             lines += _table_section(c, t)
-    lines.append(f"Unchanged: {', '.join(same)}." if same else "No table is unchanged.")
+    if not c.tables:
+        lines.append("Neither run has tables (tables/csv/).")
+    else:
+        lines.append(f"Unchanged: {', '.join(same)}." if same else "No table is unchanged.")
     return "\n".join(lines) + "\n"
 
 
