@@ -203,10 +203,10 @@ def test_one_training_knob_names_that_training_and_what_depends_on_it(two_runs):
     assert f"| {T1} -> {T2} |" in md and "8 jobs: 4 rerun, 0 only in B, 0 only in A, 4 unchanged" in md
     assert "| model=rl-single | avg_mean | 0.34 | 0.35 |" in md
     # The changed score row comes with its protocol card, the same in both runs here.
-    assert (
-        f"`eval/bfcl/rl-single/default/summary.json`: same in A and B: `{json.dumps(card('rl-single'), sort_keys=True)}`"
-        in md
-    )
+    digest = provenance.config_hash(card("rl-single"))[:10]
+    assert f"`eval/bfcl/rl-single/default/summary.json`: same in A and B: card `{digest}`" in md
+    cards = md.split("## Protocol cards")[1]
+    assert f"- `{digest}`: `{json.dumps(card('rl-single'), sort_keys=True)}`" in cards
     assert (
         "`train/single_turn/efficient/summary.json`: same in A and B: no protocol card in the source file"
         in md
@@ -268,7 +268,29 @@ def test_a_changed_protocol_shows_both_cards_and_where_they_differ():
     )
     md = compare.markdown(compare.compare_runs(a, b))
     assert "| model=base | avg_mean | 0.3 | 0.4 |" in md
-    assert f"- `{src}` in A: `{json.dumps(cards[0], sort_keys=True)}`" in md
-    assert f"  `{src}` in B: `{json.dumps(cards[1], sort_keys=True)}`" in md
+    da, db = (provenance.config_hash(k)[:10] for k in cards)
+    assert f"- `{src}` in A: card `{da}`; `{src}` in B: card `{db}`" in md
+    assert (
+        f"- `{da}`: `{json.dumps(cards[0], sort_keys=True)}`" in md
+        and f"- `{db}`: `{json.dumps(cards[1], sort_keys=True)}`" in md
+    )
     assert "the cards differ in protocol.temperature: `0.7` -> `1.0`" in md
     assert "(one side has no provenance.json: per-job configs below)" in md
+
+
+def test_a_row_whose_values_stayed_but_whose_protocol_moved_is_reported():
+    src = "eval/bfcl/base/stronger/summary.json"
+    row = {"model": "base", "protocol": "stronger", "avg_mean": "0.0", "source": src}
+    cards = [card("base"), card("base")]
+    cards[1]["protocol"]["max_tokens"] = 16
+    a, b = (
+        compare.Run(s, RUN_ID, {}, {"t": [row]}, {src: {"card": k}}) for s, k in zip("AB", cards, strict=True)
+    )
+    c = compare.compare_runs(a, b)
+    (t,) = c.tables
+    assert t.status == "changed" and t.cells == [] and t.cards == [("model=base", src, src)]
+    md = compare.markdown(c)
+    assert "The protocol card behind 1 row changed: model=base." in md
+    assert "the cards differ in protocol.max_tokens: `(absent)` -> `16`" in md
+    same = compare.compare_runs(a, compare.Run("A2", RUN_ID, {}, {"t": [row]}, {src: {"card": cards[0]}}))
+    assert same.tables[0].status == "same"

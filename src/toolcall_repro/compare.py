@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from toolcall_repro.archive import ARCHIVE_MANIFEST, iter_members
-from toolcall_repro.provenance import atomic_write_text
+from toolcall_repro.provenance import atomic_write_text, config_hash
 
 REF_PREFIXES = ("source", "manifest")  # table columns that name files, not results
 MISSING = "(absent)"
@@ -206,6 +206,8 @@ class TableChange:
     rows_only_a: list[str] = field(default_factory=list)
     rows_only_b: list[str] = field(default_factory=list)
     columns: tuple[list[str], list[str]] = ([], [])  # columns only in A, only in B
+    matched: list[tuple[str, str | None, str | None]] = field(default_factory=list)  # (row, source A, B)
+    cards: list[tuple[str, str | None, str | None]] = field(default_factory=list)  # rows whose card moved
 
 
 def compare_table(name: str, ta: list[dict[str, str]], tb: list[dict[str, str]]) -> TableChange:
@@ -227,6 +229,7 @@ def compare_table(name: str, ta: list[dict[str, str]], tb: list[dict[str, str]])
         row_b = rb.get(k)
         if row_b is None:
             continue
+        change.matched.append((k, row_a.get("source") or None, row_b.get("source") or None))
         for c in shared:
             if c not in key and not _same_value(row_a.get(c), row_b.get(c)):
                 srcs = (row_a.get("source") or None, row_b.get("source") or None)
@@ -242,7 +245,11 @@ def compare_tables(a: Run, b: Run) -> list[TableChange]:
         if name not in a.tables or name not in b.tables:
             out.append(TableChange(name, "added" if name not in a.tables else "removed"))
         else:
-            out.append(compare_table(name, a.tables[name], b.tables[name]))
+            t = compare_table(name, a.tables[name], b.tables[name])
+            # A row can keep its values while the protocol behind it moved (a knob no column shows).
+            t.cards = [m for m in t.matched if _card(a, m[1]) != _card(b, m[2])]
+            t.status = "changed" if t.cards else t.status
+            out.append(t)
     return out
 
 
@@ -286,12 +293,20 @@ def _card(run: Run, source: str | None) -> dict | str:
     return summary.get("card") or "no protocol card in the source file"
 
 
-def _card_lines(c: Comparison, src_a: str | None, src_b: str | None) -> list[str]:
+def _card_lines(c: Comparison, src_a: str | None, src_b: str | None, cards: dict[str, dict]) -> list[str]:
+    """Each card by a short sha256 (`cards` collects them for the report's last section), and the diff."""
     card_a, card_b = _card(c.a, src_a), _card(c.b, src_b)
-    show = {k: _v(v) if isinstance(v, dict) else v for k, v in (("a", card_a), ("b", card_b))}
+
+    def ref(card: dict | str) -> str:
+        if not isinstance(card, dict):
+            return card
+        digest = config_hash(card)[:10]
+        cards[digest] = card
+        return f"card `{digest}`"
+
     if src_a == src_b and card_a == card_b:
-        return [f"- `{src_a}`: same in A and B: {show['a']}"]
-    lines = [f"- `{src_a}` in A: {show['a']}", f"  `{src_b}` in B: {show['b']}"]
+        return [f"- `{src_a}`: same in A and B: {ref(card_a)}"]
+    lines = [f"- `{src_a}` in A: {ref(card_a)}; `{src_b}` in B: {ref(card_b)}"]
     if isinstance(card_a, dict) and isinstance(card_b, dict):
         moved = "; ".join(f"{k}: {_v(o)} -> {_v(n)}" for k, o, n in flat_diff(card_a, card_b))
         lines.append(f"  the cards differ in {moved}")
@@ -332,16 +347,20 @@ def markdown(c: Comparison, max_files: int = 5) -> str:
             when = " -> ".join(str(t or "") for t in j.finished) if j.status == "rerun" else ""
             lines.append(f"| `{j.job}` | {j.status} | {why} | {cfg} | {ins} | {outs} | {when} |")
     lines += ["", "## Tables", ""]
+    cards: dict[str, dict] = {}  # short sha256 -> protocol card, each shown once at the end
     same = [t.name for t in c.tables if t.status == "same"]
     for t in c.tables:
         if t.status in ("added", "removed"):
             lines += [f"### {t.name}: only in {'B' if t.status == 'added' else 'A'}", ""]
         elif t.status == "changed":
-            lines += _table_section(c, t)
+            lines += _table_section(c, t, cards)
     if not c.tables:
         lines.append("Neither run has tables (tables/csv/).")
     else:
         lines.append(f"Unchanged: {', '.join(same)}." if same else "No table is unchanged.")
+    if cards:
+        lines += ["", "## Protocol cards", ""]
+        lines += [f"- `{digest}`: {_v(card)}" for digest, card in cards.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -354,7 +373,7 @@ def _few(items: list[str], n: int) -> str:
     return shown + (f" and {len(items) - n} more" if len(items) > n else "")
 
 
-def _table_section(c: Comparison, t: TableChange) -> list[str]:
+def _table_section(c: Comparison, t: TableChange, cards: dict[str, dict]) -> list[str]:
     lines = [f"### {t.name} (`tables/csv/{t.name}.csv`)", ""]
     key = ", ".join(t.key) if t.key else "row position"
     lines.append(f"{_n(len(t.cells), 'cell')} changed (rows matched on {key}).")
@@ -364,12 +383,17 @@ def _table_section(c: Comparison, t: TableChange) -> list[str]:
     for side, cols in zip(("A", "B"), t.columns, strict=True):
         if cols:
             lines.append(f"Columns only in {side}: {', '.join(cols)}.")
+    if t.cards:
+        rows = ", ".join(r for r, _, _ in t.cards)
+        lines.append(f"The protocol card behind {_n(len(t.cards), 'row')} changed: {rows}.")
     if t.cells:
         lines += ["", "| row | column | A | B |", "|---|---|---|---|"]
         lines += [f"| {_c(x.row)} | {_c(x.column)} | {_c(x.old)} | {_c(x.new)} |" for x in t.cells]
+    sources = dict.fromkeys([*(x.sources for x in t.cells), *((a, b) for _, a, b in t.cards)])
+    if sources:
         lines += ["", "Protocol cards of the changed rows:", ""]
-        for src_a, src_b in dict.fromkeys(x.sources for x in t.cells):
-            lines += _card_lines(c, src_a, src_b)
+        for src_a, src_b in sources:
+            lines += _card_lines(c, src_a, src_b, cards)
     return [*lines, ""]
 
 
