@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from toolcall_repro.provenance import iter_files, sha256_file
+
 CHECKSUM_FILE = "SHA256SUMS"
 ARCHIVE_MANIFEST = "ARCHIVE.json"
 WEIGHTS_CHOICES = ("none", "final")
@@ -107,14 +109,6 @@ def archive_name(run_id: str, code: str, config_sha256: str) -> str:
 # --- packing -------------------------------------------------------------------------------------------
 
 
-def _sha256(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _extra_name(path: str | Path) -> str:
     """Where an extra file goes under extra/: its path relative to the working directory when it lies
     below it (config/config.yaml and .test/config.yaml must not collide), else its absolute path."""
@@ -125,15 +119,6 @@ def _extra_name(path: str | Path) -> str:
         return str(absolute).lstrip("/")
 
 
-def _files(paths: Iterable[str | Path]) -> list[Path]:
-    out: list[Path] = []
-    for p in map(Path, paths):
-        out.extend(
-            sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p] if p.is_file() else []
-        )
-    return out
-
-
 def plan(run_dir: str | Path, weights: str = "final") -> tuple[list[tuple[Path, str]], dict, list[dict]]:
     """What an archive of run_dir holds: (file, path in the tree) packed, per-part totals, left-out folders."""
     if weights not in WEIGHTS_CHOICES:
@@ -142,7 +127,7 @@ def plan(run_dir: str | Path, weights: str = "final") -> tuple[list[tuple[Path, 
     packed: list[tuple[Path, str]] = []
     parts: dict[str, dict] = {}
     left_out: dict[str, dict] = {}
-    for f in _files([run_dir]):
+    for f in iter_files([run_dir]):
         rel = f.relative_to(run_dir).as_posix()
         part, root = part_of(rel)
         size = f.stat().st_size
@@ -179,7 +164,7 @@ def pack_archive(
     if prefix is None:
         prefix = archive.name[: -len(SUFFIX)] if archive.name.endswith(SUFFIX) else archive.stem
     packed, parts, left_out = plan(run_dir, weights)
-    extras = _files(extra)
+    extras = iter_files(extra)
     if extras:
         parts["config files"] = {
             "archived": True,
@@ -198,7 +183,7 @@ def pack_archive(
         "left_out": left_out,
     }
     blob = (json.dumps(info, indent=2, sort_keys=True) + "\n").encode()
-    sums = [f"{_sha256(src)}  {name}\n" for src, name, _ in members]
+    sums = [f"{sha256_file(src)}  {name}\n" for src, name, _ in members]
     sums.append(f"{hashlib.sha256(blob).hexdigest()}  {prefix}/{ARCHIVE_MANIFEST}\n")
     compressed = dict.fromkeys(parts, 0)
     archive.parent.mkdir(parents=True, exist_ok=True)

@@ -20,9 +20,6 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from toolcall_repro import archive as archives
-from toolcall_repro.archive import CHECKSUM_FILE, pack_archive, verify_archive  # noqa: F401 (re-exported)
-
 TRACKED_PACKAGES = (
     "toolcall-repro",
     "torch",
@@ -217,6 +214,8 @@ def _per_rule(manifests: list[dict]) -> dict[str, dict]:
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from toolcall_repro import archive  # archive builds on this module's checksums
+
     p = argparse.ArgumentParser(prog="python -m toolcall_repro.provenance")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run a command and write its manifest")
@@ -236,13 +235,15 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     a.add_argument("--run-dir", required=True)
     a.add_argument("--out", required=True)
     a.add_argument("--extra", nargs="*", default=[])
-    a.add_argument("--weights", choices=archives.WEIGHTS_CHOICES, default="final")
+    a.add_argument("--weights", choices=archive.WEIGHTS_CHOICES, default="final")
     v = sub.add_parser("verify", help="re-check every checksum in an archive")
     v.add_argument("archive")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from toolcall_repro import archive  # archive builds on this module's checksums
+
     args = _parse_args(argv)
     if args.cmd == "run":
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -263,11 +264,11 @@ def main(argv: list[str] | None = None) -> int:
         atomic_write_json(args.out, run_record(args.run_dir, json.loads(args.config)))
         return 0
     if args.cmd == "archive":
-        info = pack_archive(args.run_dir, args.out, args.extra, weights=args.weights)
-        print(archives.size_report(info))
+        info = archive.pack_archive(args.run_dir, args.out, args.extra, weights=args.weights)
+        print(archive.size_report(info))
         print(f"wrote {args.out}")
         return 0
-    problems = verify_archive(args.archive)
+    problems = archive.verify_archive(args.archive)
     for line in problems:
         print(line)
     print(f"{args.archive}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
