@@ -257,40 +257,39 @@ def test_flat_diff_names_leaves_and_one_sided_keys():
     assert compare.flat_diff({"a": None}, {"a": {"m": 4}}) == [("a", None, {"m": 4})]
 
 
-def test_a_changed_protocol_shows_both_cards_and_where_they_differ():
-    src = "eval/bfcl/base/stronger/summary.json"
-    row = {"model": "base", "protocol": "stronger", "avg_mean": "0.3", "source": src}
+SRC = "eval/bfcl/base/stronger/summary.json"
+
+
+def one_row_runs(values, knob):
+    """Runs A and B with one table row from SRC: its avg_mean per run, B's card with `knob` set."""
     cards = [card("base"), card("base")]
-    cards[1]["protocol"]["temperature"] = 1.0
-    a, b = (
-        compare.Run(label, RUN_ID, {}, {"t": [dict(row, avg_mean=v)]}, {src: {"card": k}})
-        for label, v, k in (("A", "0.3", cards[0]), ("B", "0.4", cards[1]))
-    )
+    cards[1]["protocol"].update(knob)
+    row = {"model": "base", "protocol": "stronger", "source": SRC}
+    runs = [
+        compare.Run(label, RUN_ID, {}, {"t": [dict(row, avg_mean=v)]}, {SRC: {"card": k}})
+        for label, v, k in zip("AB", values, cards, strict=True)
+    ]
+    return runs, cards
+
+
+def test_a_changed_protocol_shows_both_cards_and_where_they_differ():
+    (a, b), cards = one_row_runs(("0.3", "0.4"), {"temperature": 1.0})
     md = compare.markdown(compare.compare_runs(a, b))
     assert "| model=base | avg_mean | 0.3 | 0.4 |" in md
     da, db = (provenance.config_hash(k)[:10] for k in cards)
-    assert f"- `{src}` in A: card `{da}`; `{src}` in B: card `{db}`" in md
-    assert (
-        f"- `{da}`: `{json.dumps(cards[0], sort_keys=True)}`" in md
-        and f"- `{db}`: `{json.dumps(cards[1], sort_keys=True)}`" in md
-    )
+    assert f"- `{SRC}` in A: card `{da}`; `{SRC}` in B: card `{db}`" in md
+    assert f"- `{da}`: `{json.dumps(cards[0], sort_keys=True)}`" in md
+    assert f"- `{db}`: `{json.dumps(cards[1], sort_keys=True)}`" in md
     assert "the cards differ in protocol.temperature: `0.7` -> `1.0`" in md
     assert "(one side has no provenance.json: per-job configs below)" in md
 
 
 def test_a_row_whose_values_stayed_but_whose_protocol_moved_is_reported():
-    src = "eval/bfcl/base/stronger/summary.json"
-    row = {"model": "base", "protocol": "stronger", "avg_mean": "0.0", "source": src}
-    cards = [card("base"), card("base")]
-    cards[1]["protocol"]["max_tokens"] = 16
-    a, b = (
-        compare.Run(s, RUN_ID, {}, {"t": [row]}, {src: {"card": k}}) for s, k in zip("AB", cards, strict=True)
-    )
+    (a, b), _ = one_row_runs(("0.0", "0.0"), {"max_tokens": 16})
     c = compare.compare_runs(a, b)
     (t,) = c.tables
-    assert t.status == "changed" and t.cells == [] and t.cards == [("model=base", src, src)]
+    assert t.status == "changed" and t.cells == [] and t.cards == [("model=base", SRC, SRC)]
     md = compare.markdown(c)
     assert "The protocol card behind 1 row changed: model=base." in md
     assert "the cards differ in protocol.max_tokens: `(absent)` -> `16`" in md
-    same = compare.compare_runs(a, compare.Run("A2", RUN_ID, {}, {"t": [row]}, {src: {"card": cards[0]}}))
-    assert same.tables[0].status == "same"
+    assert compare.compare_runs(a, a).tables[0].status == "same"
