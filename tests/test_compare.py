@@ -293,3 +293,15 @@ def test_a_row_whose_values_stayed_but_whose_protocol_moved_is_reported():
     assert "The protocol card behind 1 row changed: model=base." in md
     assert "the cards differ in protocol.max_tokens: `(absent)` -> `16`" in md
     assert compare.compare_runs(a, a).tables[0].status == "same"
+
+
+def test_a_job_rerun_that_wrote_the_same_bytes_counts_as_rerun():
+    m = {"config": {"k": 1}, "inputs": {R("in"): "aa"}, "outputs": {R("out"): "bb"}, "finished_at": T1}
+    a = compare.Run("A", RUN_ID, {"r/x": m}, {}, {})
+    b = compare.Run("B", RUN_ID, {"r/x": dict(m, finished_at=T2)}, {}, {})
+    (job,) = compare.compare_jobs(a, b)
+    assert job.status == "rerun" and job.outputs == [] and job.finished == (T1, T2)
+    assert job.cause.startswith("nothing recorded")
+    assert "| `r/x` | rerun | nothing recorded" in compare.markdown(compare.compare_runs(a, b))
+    assert "same bytes" in compare.markdown(compare.compare_runs(a, b))
+    assert compare.compare_jobs(a, a)[0].status == "same"
