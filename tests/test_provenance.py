@@ -5,6 +5,7 @@ import tarfile
 
 import pytest
 
+from toolcall_repro import archive as archives
 from toolcall_repro import cli, provenance
 
 
@@ -31,9 +32,9 @@ def test_archive_round_trips_and_names_a_flipped_byte(run_dir, tmp_path):
     archive = tmp_path / "demo.tar.gz"
     extra = tmp_path / "config.yaml"
     extra.write_text("run_id: demo\n")
-    n = provenance.pack_archive(run_dir, archive, [extra])
-    assert n == 3  # table, manifest, extra config; the archive/ folder is left out
-    assert provenance.verify_archive(archive) == []
+    info = archives.pack_archive(run_dir, archive, [extra])
+    assert info["packed_files"] == 3  # table, manifest, extra config; the archive/ folder is left out
+    assert archives.verify_archive(archive) == []
     assert cli.main(["verify", str(archive)]) == 0
 
     # Rewrite the archive with one byte of one member flipped, keeping its SHA256SUMS as it was.
@@ -44,7 +45,7 @@ def test_archive_round_trips_and_names_a_flipped_byte(run_dir, tmp_path):
             if m.name.endswith("tables/t.csv"):
                 data = bytes([data[0] ^ 0x01]) + data[1:]
             dst.addfile(m, io.BytesIO(data))
-    problems = provenance.verify_archive(tampered)
+    problems = archives.verify_archive(tampered)
     assert problems == ["demo/tables/t.csv: checksum differs"]
     assert cli.main(["verify", str(tampered)]) == 1
 
@@ -54,22 +55,12 @@ def test_extra_files_with_the_same_name_do_not_collide(run_dir, tmp_path, monkey
     for rel in ["config/config.yaml", ".test/config.yaml"]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(f"# {rel}\n")
-    archive = tmp_path / "x.tar.gz"
-    provenance.pack_archive(run_dir, archive, ["config/config.yaml", ".test/config.yaml"])
-    assert provenance.verify_archive(archive) == []
+    archive = tmp_path / "demo-1.tar.gz"
+    archives.pack_archive(run_dir, archive, ["config/config.yaml", ".test/config.yaml"])
+    assert archives.verify_archive(archive) == []
     with tarfile.open(archive) as tar:
         names = tar.getnames()
-    assert "demo/extra/config/config.yaml" in names and "demo/extra/.test/config.yaml" in names
-
-
-def test_archive_is_deterministic(run_dir, tmp_path):
-    a, b = tmp_path / "a.tar.gz", tmp_path / "b.tar.gz"
-    provenance.pack_archive(run_dir, a)
-    provenance.pack_archive(run_dir, b)
-    with tarfile.open(a) as ta, tarfile.open(b) as tb:
-        assert [m.name for m in ta.getmembers()] == [m.name for m in tb.getmembers()]
-        for m in ta.getmembers():
-            assert ta.extractfile(m).read() == tb.extractfile(m.name).read()
+    assert "demo-1/extra/config/config.yaml" in names and "demo-1/extra/.test/config.yaml" in names
 
 
 def test_run_with_manifest_records_job(tmp_path):

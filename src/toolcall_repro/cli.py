@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from toolcall_repro import provenance
+from toolcall_repro import compare, provenance
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,6 +20,14 @@ def main(argv: list[str] | None = None) -> int:
         help="the paper DAG's GPU jobs: resources, steps, rollouts and rows per step (a dry-run)",
         add_help=False,
     )
+    c = sub.add_parser(
+        "compare",
+        help="compare run A (old) with run B (new), each a results tree or an archive: config changes, "
+        "rerun jobs, changed table cells with their protocol cards (Markdown)",
+    )
+    c.add_argument("a", help="results/<run_id> or an archive (.tar.gz)")
+    c.add_argument("b", help="results/<run_id> or an archive (.tar.gz)")
+    c.add_argument("--out", help="also write the Markdown report to this file")
     args, rest = p.parse_known_args(argv)
     if args.cmd == "plan":
         from toolcall_repro import plan
@@ -29,6 +37,14 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "verify":
         return provenance.main(["verify", args.archive])
+    if args.cmd == "compare":
+        try:
+            text = compare.write_comparison(args.a, args.b, args.out)
+        except (FileNotFoundError, ValueError) as e:
+            print(e, file=sys.stderr)
+            return 2
+        sys.stdout.write(text)
+        return 0
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

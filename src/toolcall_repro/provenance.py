@@ -1,4 +1,4 @@
-"""Provenance: per-job manifests, the run-level record, checksummed archives and their verification.
+"""Provenance: per-job manifests and the run-level record (archives: toolcall_repro.archive).
 
 Every Snakemake job runs its command through `python -m toolcall_repro.provenance run ...`, which times
 the command (wall-clock and child CPU seconds), then checksums inputs and outputs and writes the job's
@@ -10,14 +10,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib.metadata
-import io
 import json
 import os
 import platform
 import resource
 import subprocess
 import sys
-import tarfile
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -37,7 +35,6 @@ TRACKED_PACKAGES = (
     "verl",
     "vllm",
 )
-CHECKSUM_FILE = "SHA256SUMS"
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
@@ -216,71 +213,9 @@ def _per_rule(manifests: list[dict]) -> dict[str, dict]:
     return out
 
 
-def pack_archive(run_dir: str | Path, archive: str | Path, extra: Iterable[str | Path] = ()) -> int:
-    """Pack run_dir (minus any archive/ folder) and extra files into a tar.gz with a SHA256SUMS member.
-
-    Members are added in sorted order with fixed mtimes/owners so the same tree gives the same archive.
-    Returns the number of files packed.
-    """
-    run_dir = Path(run_dir)
-    archive = Path(archive)
-    files = [f for f in iter_files([run_dir]) if "archive" not in f.relative_to(run_dir).parts[:1]]
-    members = [(f, f"{run_dir.name}/{f.relative_to(run_dir)}") for f in files]
-    members += [(Path(e), f"{run_dir.name}/extra/{_extra_name(e)}") for e in iter_files(extra)]
-    sums = "".join(f"{sha256_file(src)}  {name}\n" for src, name in members)
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    tmp = archive.with_name(f".{archive.name}.tmp{os.getpid()}")
-    with tarfile.open(tmp, "w:gz") as tar:
-        for src, name in members:
-            info = tar.gettarinfo(str(src), arcname=name)
-            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
-            with open(src, "rb") as f:
-                tar.addfile(info, f)
-        blob = sums.encode()
-        info = tarfile.TarInfo(f"{run_dir.name}/{CHECKSUM_FILE}")
-        info.size = len(blob)
-        tar.addfile(info, io.BytesIO(blob))
-    os.replace(tmp, archive)
-    return len(members)
-
-
-def _extra_name(path: str | Path) -> str:
-    """Where an extra file goes under extra/: its path relative to the working directory when it lies
-    below it (config/config.yaml and .test/config.yaml must not collide), else its absolute path."""
-    absolute = Path(path).resolve()
-    try:
-        return str(absolute.relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(absolute).lstrip("/")
-
-
-def verify_archive(archive: str | Path) -> list[str]:
-    """Re-check every checksum in the archive; return the problems (empty list = intact)."""
-    problems: list[str] = []
-    with tarfile.open(archive, "r:gz") as tar:
-        names = [m for m in tar.getmembers() if m.isfile()]
-        sums_member = next((m for m in names if m.name.endswith("/" + CHECKSUM_FILE)), None)
-        if sums_member is None:
-            return [f"no {CHECKSUM_FILE} in {archive}"]
-        expected: dict[str, str] = {}
-        for line in tar.extractfile(sums_member).read().decode().splitlines():
-            digest, _, name = line.partition("  ")
-            expected[name] = digest
-        seen = set()
-        for m in names:
-            if m is sums_member:
-                continue
-            seen.add(m.name)
-            digest = hashlib.sha256(tar.extractfile(m).read()).hexdigest()
-            if m.name not in expected:
-                problems.append(f"{m.name}: not listed in {CHECKSUM_FILE}")
-            elif digest != expected[m.name]:
-                problems.append(f"{m.name}: checksum differs")
-        problems += [f"{n}: listed but missing" for n in sorted(set(expected) - seen)]
-    return problems
-
-
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from toolcall_repro import archive  # archive builds on this module's checksums
+
     p = argparse.ArgumentParser(prog="python -m toolcall_repro.provenance")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run a command and write its manifest")
@@ -296,16 +231,19 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     rec.add_argument("--run-dir", required=True)
     rec.add_argument("--config", required=True, help="the whole config as JSON")
     rec.add_argument("--out", required=True)
-    a = sub.add_parser("archive", help="pack a run directory into a checksummed tar.gz")
+    a = sub.add_parser("archive", help="pack a run directory into a checksummed tar.gz (archive policy)")
     a.add_argument("--run-dir", required=True)
     a.add_argument("--out", required=True)
     a.add_argument("--extra", nargs="*", default=[])
+    a.add_argument("--weights", choices=archive.WEIGHTS_CHOICES, default="final")
     v = sub.add_parser("verify", help="re-check every checksum in an archive")
     v.add_argument("archive")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from toolcall_repro import archive  # archive builds on this module's checksums
+
     args = _parse_args(argv)
     if args.cmd == "run":
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -326,10 +264,11 @@ def main(argv: list[str] | None = None) -> int:
         atomic_write_json(args.out, run_record(args.run_dir, json.loads(args.config)))
         return 0
     if args.cmd == "archive":
-        n = pack_archive(args.run_dir, args.out, args.extra)
-        print(f"packed {n} files into {args.out}")
+        info = archive.pack_archive(args.run_dir, args.out, args.extra, weights=args.weights)
+        print(archive.size_report(info))
+        print(f"wrote {args.out}")
         return 0
-    problems = verify_archive(args.archive)
+    problems = archive.verify_archive(args.archive)
     for line in problems:
         print(line)
     print(f"{args.archive}: {'OK' if not problems else f'{len(problems)} problem(s)'}")

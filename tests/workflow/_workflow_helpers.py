@@ -88,9 +88,15 @@ def tree_state(path: Path) -> dict[str, tuple[int, int]]:
 
 
 def copy_run(src: Path, run_id: str, work: Path) -> None:
-    """Copy the run results/<run_id> of working directory src, with Snakemake's metadata, into work:
-    mtimes kept (copy2), so Snakemake finds the same state there as in src."""
+    """Copy the run results/<run_id> of working directory src, its archives (results/archives/<run_id>-*,
+    archive.dir's default, with their logs) and Snakemake's metadata into work: mtimes kept (copy2), so
+    Snakemake finds the same state there as in src."""
     shutil.copytree(src / "results" / run_id, work / "results" / run_id, symlinks=True)
+    archives = src / "results" / "archives"
+    for path in sorted(archives.glob(f"{run_id}-*")) if archives.is_dir() else []:
+        dst = work / "results" / "archives" / path.name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if path.is_dir() else shutil.copy2)(path, dst)
     shutil.copytree(src / ".snakemake" / "metadata", work / ".snakemake" / "metadata", dirs_exist_ok=True)
 
 

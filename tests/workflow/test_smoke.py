@@ -55,15 +55,16 @@ def smoke_run(work, smk, run_dir):
     assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-5000:]
 
 
-def test_every_stage_wrote_its_outputs(smoke_run, run_dir):
+def test_every_stage_wrote_its_outputs(smoke_run, work, run_dir):
     for rel in [
         "data/filter_report.json", "data/filter_report.md", "models/base/config.json",
         "data/train/single_turn.parquet", "data/train/multi_turn.parquet",
         "train/single_turn/vanilla/metrics.jsonl", "train/multi_turn/efficient/curve.jsonl",
         "eval/bfcl/base/default/summary.json", "tables/index.md", "figures/index.md",
-        "provenance.json", f"archive/{RUN_ID}.tar.gz",
+        "provenance.json",
     ]:  # fmt: skip
         assert (run_dir / rel).exists(), rel
+    assert smoke_archive(work).exists()
     record = json.loads((run_dir / "provenance.json").read_text())
     manifests = list((run_dir / "manifests").rglob("*.json"))
     assert record["jobs"] == len(manifests) > 20
@@ -107,8 +108,16 @@ def output_line(block: str) -> str:
     return next(line for line in block.splitlines() if line.strip().startswith("output:"))
 
 
-def test_archive_round_trips_and_names_a_flipped_byte(smoke_run, run_dir, tmp_path):
-    archive = run_dir / "archive" / f"{RUN_ID}.tar.gz"
+def smoke_archive(work: Path) -> Path:
+    """The run's one archive: <run_id>-<commit>-<config sha>.tar.gz in archive.dir's default,
+    results/archives, outside the tree a rerun rewrites (toolcall_repro.archive)."""
+    found = sorted((work / "results" / "archives").glob(f"{RUN_ID}-*.tar.gz"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_archive_round_trips_and_names_a_flipped_byte(smoke_run, work, tmp_path):
+    archive = smoke_archive(work)
     cli = [sys.executable, "-m", "toolcall_repro.cli", "verify"]
     ok = subprocess.run([*cli, str(archive)], capture_output=True, text=True)
     assert ok.returncode == 0 and "OK" in ok.stdout
@@ -117,6 +126,8 @@ def test_archive_round_trips_and_names_a_flipped_byte(smoke_run, run_dir, tmp_pa
         assert any(n.endswith("tables/index.md") for n in names)
         assert any(n.endswith("provenance.json") for n in names)
         assert any("/manifests/" in n for n in names) and any("/logs/" in n for n in names)
+        assert any(n.endswith("/ARCHIVE.json") for n in names)
+        assert not any("/checkpoints/" in n for n in names)  # resume state is never archived
         target = next(n for n in names if n.endswith("provenance.json"))
         tampered = tmp_path / "tampered.tar.gz"
         with tarfile.open(tampered, "w:gz") as out:

@@ -4,6 +4,9 @@ import posixpath
 
 from snakemake.utils import validate
 
+from toolcall_repro.archive import archive_name, code_tag
+from toolcall_repro.provenance import config_hash
+
 
 report: "../report/workflow.rst"
 
@@ -27,6 +30,22 @@ SOURCES = ["xlam", "toolace", "looptool"]
 VERL = config["train"].get("verl", {"nodes": 1, "gpus_per_node": 0})
 # The paper's filter policy: 80 GRPO steps on Tool-N1's data with the single-turn settings.
 FILTER_POLICY_STEPS = 80
+# Archives live outside results/<run_id> (Snakemake deletes the old outputs of every job it reruns), named
+# for the run id, the code commit and the config's sha256: a changed knob writes a second archive beside
+# the first, the same code and config the same name.
+ARCHIVE_CFG = {"weights": "final", "dir": os.path.join("results", "archives")}
+ARCHIVE_CFG.update(config.get("archive", {}))
+ARCHIVE = os.path.join(
+    ARCHIVE_CFG["dir"],
+    archive_name(config["run_id"], code_tag(workflow.basedir), config_hash(config)),
+)
+if os.path.commonpath(
+    [os.path.abspath(ARCHIVE_CFG["dir"]), os.path.abspath(RUN)]
+) == os.path.abspath(RUN):
+    raise ValueError(
+        f"archive.dir: {ARCHIVE_CFG['dir']!r} lies inside results/{config['run_id']}, which a rerun "
+        "rewrites: choose a folder outside it (default results/archives)"
+    )
 
 
 wildcard_constraints:
@@ -387,5 +406,5 @@ def all_targets():
         R("tables", "index.md"),
         R("figures", "index.md"),
         R("provenance.json"),
-        R("archive", f"{config['run_id']}.tar.gz"),
+        ARCHIVE,
     ]

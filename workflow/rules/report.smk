@@ -113,24 +113,28 @@ rule write_provenance:
         " --config {params.config:q} --out {output.record} > {log} 2>&1"
 
 
+# The archive policy (archive.weights; resume checkpoints never) and the name: toolcall_repro.archive.
 rule archive_results:
     input:
         record=R("provenance.json"),
         config=workflow.configfiles,
     output:
-        archive=R("archive", f"{config['run_id']}.tar.gz"),
+        archive=ARCHIVE,
     log:
-        # Kept under archive/, which the archive leaves out (it cannot hold its own log).
-        R("archive", "archive_results.log"),
+        # Beside the archive: the run tree it packs is no place for the log of its own packing.
+        ARCHIVE.removesuffix(".tar.gz") + ".log",
     benchmark:
-        R("archive", "archive_results.tsv")
+        ARCHIVE.removesuffix(".tar.gz") + ".benchmark.tsv"
     conda:
         "../envs/cpu.yaml"
     threads: 1
     resources:
         gpu=0,
     params:
-        run_dir=lambda w, output: os.path.dirname(os.path.dirname(output.archive)),
+        run_dir=lambda w, input: os.path.dirname(input.record),
+        weights=ARCHIVE_CFG["weights"],
     shell:
-        "python -m toolcall_repro.provenance archive --run-dir {params.run_dir}"
-        " --out {output.archive} --extra {input.config} > {log} 2>&1"
+        # The size by part goes to the log and to the terminal.
+        "python -m toolcall_repro.provenance archive --run-dir {params.run_dir:q}"
+        " --out {output.archive:q} --weights {params.weights} --extra {input.config:q}"
+        " 2>&1 | tee {log:q} >&2"
