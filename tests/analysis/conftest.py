@@ -163,6 +163,8 @@ def make_run(root: Path, run_id: str = "toy") -> Path:
                 "special": 0.5,
                 "agent": 0.3,
                 "normal_atom_bool": 0.9,
+                "fixed/overall": 0.65,
+                "fixed/normal": 0.75,
             }.items()
         },
     }

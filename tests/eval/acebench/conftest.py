@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    path = default_data_dir(REPO)
+    path = default_data_dir(REPO.parent / "shared" / "data" / "acebench" / "data_all" / "data_en")
     if not (path / "data_normal_atom_bool.json").is_file():
         pytest.skip(f"ACEBench data not found at {path} (set ACEBENCH_DATA_DIR or place it in ../shared)")
     return path

@@ -63,8 +63,11 @@ def test_oracle_generation_scores_100_percent_end_to_end(data_dir):
         data_dir, categories, generate, ScriptedUser(), "python", limit=4, seed=3
     )
     for category in categories[:3]:
-        assert scores[category]["accuracy"] == 1.0, scores[category]["entries"]
+        assert scores[category]["fixed"]["accuracy"] == 1.0, scores[category]["fixed"]["entries"]
         assert tokens[category].to_dict()["calls"] == 4
+    # upstream's checker fails one of these (whitespace stripped inside a list in an object)
+    assert scores["normal_single_turn_parallel_function"]["accuracy"] == 0.75
+    assert scores["special_incomplete"]["accuracy"] == 1.0
     agent = scores["agent_multi_turn"]
     assert agent["process_accuracy"] == 1.0 and agent["episode_errors"] == []
     assert agent["accuracy"] == 1.0  # the first four multi-turn tasks replay to their end states
@@ -96,6 +99,19 @@ def test_cli_runs_a_tiny_model_and_summarises_seeds(data_dir, tiny_model_dir, tm
     for score in doc["categories"].values():
         assert score["total"] == 1 and 0.0 <= score["accuracy"] <= 1.0 and score["tokens"]["calls"] >= 1
     assert set(doc["summary"]) >= {"normal", "special", "agent", "overall", "agent_process", "formula"}
+    assert set(doc["summary_fixed"]) == set(doc["summary"])
+    assert card["scoring"]["headline"] == "upstream" and set(card["scoring"]["checkers"]) == {
+        "upstream",
+        "fixed",
+    }
+    assert set(card["scoring"]["parse_policy"]) >= {
+        "think_prefix",
+        "code_fence",
+        "bare_call",
+        "special_phrases",
+    }
+    for score in doc["categories"].values():
+        assert 0.0 <= score["fixed"]["accuracy"] <= 1.0
     lines = [json.loads(x) for x in (tmp_path / "gen1.jsonl").read_text().splitlines()]
     assert [x["category"] for x in lines] == [
         "normal_atom_bool",
@@ -116,6 +132,17 @@ def test_cli_runs_a_tiny_model_and_summarises_seeds(data_dir, tiny_model_dir, tm
     summary = json.loads(summary_path.read_text())
     assert summary["seeds"] == [1, 2]
     assert summary["metrics"]["overall"]["mean"] == pytest.approx(doc["summary"]["overall"] + 0.25)
+    assert summary["metrics"]["fixed/overall"]["mean"] == pytest.approx(doc["summary_fixed"]["overall"])
+
+
+def test_both_checkers_score_every_run_and_differ_on_ground_truth_as_upstream_does(data_dir):
+    # upstream's checker fails 2 of the first 6 ground truths of single_turn_parallel_function; the fixed one none
+    category = "normal_single_turn_parallel_function"
+    scores, _, _ = run_categories(
+        data_dir, [category], oracle(data_dir, [category], 100), None, "python", limit=100
+    )
+    assert scores[category]["fixed"]["accuracy"] == 1.0
+    assert scores[category]["accuracy"] < 1.0
 
 
 def test_cli_reports_bad_input_clearly(data_dir, tmp_path, capsys, protocol_json):

@@ -54,7 +54,6 @@ def _run_parser() -> argparse.ArgumentParser:
         help="longer prompts are not generated (empty answer, counted); default: the model's context minus "
         "max_tokens; 0 = no limit",
     )
-    p.add_argument("--upstream-checker", action="store_true", help="keep upstream's three checker defects")
     p.add_argument("--generations", default=None, help="also write every raw output here (JSONL)")
     p.add_argument("--out", required=True)
     return p
@@ -101,19 +100,26 @@ def run(argv: list[str]) -> int:
     generate = runner.backend_generate_fn(backend, tokenizer, protocol, max_prompt_tokens=budget or None)
     scores, raw, tokens = runner.run_categories(
         data_dir, categories, generate, simulator, protocol.output_format, limit=limit,
-        upstream=args.upstream_checker, max_agent_messages=args.max_agent_messages, seed=protocol.seed, log=print,
+        max_agent_messages=args.max_agent_messages, seed=protocol.seed, log=print,
     )  # fmt: skip
     doc = runner.score_document(
         data_dir=data_dir, model_dir=args.model, protocol=protocol, protocol_id=protocol_id, tokenizer=tokenizer,
         categories=categories, scores=scores, tokens=tokens, simulator=simulator, limit=limit,
-        upstream=args.upstream_checker, max_prompt_tokens=budget or None, max_agent_messages=args.max_agent_messages,
+        max_prompt_tokens=budget or None, max_agent_messages=args.max_agent_messages,
     )  # fmt: skip
     if args.generations:
         lines = [json.dumps({"category": c, **row}, ensure_ascii=False) for c in categories for row in raw[c]]
         atomic_write_text(args.generations, "\n".join(lines) + "\n")
     atomic_write_json(args.out, doc)
-    summary = {k: doc["summary"][k] for k in ("normal", "special", "agent", "overall", "agent_process")}
-    print(json.dumps(summary))
+    keys = ("normal", "special", "agent", "overall", "agent_process")
+    print(
+        json.dumps(
+            {
+                "upstream": {k: doc["summary"][k] for k in keys},
+                "fixed": {k: doc["summary_fixed"][k] for k in keys},
+            }
+        )
+    )
     return 0
 
 
