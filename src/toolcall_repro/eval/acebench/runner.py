@@ -198,6 +198,12 @@ def model_sha256(model_dir: str | Path) -> str | None:
     return h.hexdigest()
 
 
+def data_source(data_dir: str | Path) -> dict | None:
+    """`source.json` written beside the data by `synthesize` or `download` (what made it), if any."""
+    path = Path(data_dir) / "source.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
 def benchmark_commit(data_dir: str | Path) -> str | None:
     """The ACEBench commit recorded next to the data (`COMMIT` two levels above data_en), if any."""
     for candidate in (Path(data_dir).parent.parent / "COMMIT", Path(data_dir) / "COMMIT"):
@@ -228,6 +234,7 @@ def score_document(
         benchmark_version=benchmark_commit(data_dir),
         language="en",
         data_sha256=data_sha256(data_dir, list(categories)),
+        data_source=data_source(data_dir),
         categories=list(categories),
         limit=limit,
         model={"path": str(model_dir), "sha256": model_sha256(model_dir)},
