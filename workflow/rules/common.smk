@@ -1,5 +1,6 @@
 import json
 import os
+import shlex
 import posixpath
 
 from snakemake.utils import validate
@@ -300,17 +301,28 @@ def all_bfcl_summaries():
     return sorted({f for s in studies for f in bfcl_summaries(s)})
 
 
-# ACEBench: the paper config downloads it at a pinned commit; the embedded default reads the copy in
-# ../shared when present and leaves ACEBench out of the DAG, saying so, when it is absent.
+# ACEBench data: synthetic twins the pipeline writes (embedded default), the real English data downloaded
+# at a pinned commit (paper scale), or a folder the user names (`local`). The workflow never reads ../shared.
 ACEBENCH = config["evaluate"].get("acebench", {})
-ACEBENCH_DIR = ACEBENCH.get("data_dir") or os.path.join(
-    "..", "shared", "data", "acebench", "data_all", "data_en"
-)
-ACEBENCH_DOWNLOAD = bool(ACEBENCH.get("commit"))
-HAVE_ACEBENCH = ACEBENCH_DOWNLOAD or os.path.isdir(ACEBENCH_DIR)
-if not HAVE_ACEBENCH:
-    print(
-        f"toolcall-repro: no ACEBench data at {ACEBENCH_DIR}; ACEBench targets are left out."
+ACEBENCH_SOURCE = ACEBENCH.get("source", "synthetic")
+ACEBENCH_DIR = {
+    "synthetic": R("data", "acebench", "synthetic"),
+    "download": R("data", "acebench", "data_en"),
+    "local": ACEBENCH.get("data_dir"),
+}[ACEBENCH_SOURCE]
+HAVE_ACEBENCH = True
+
+
+def acebench_simulator_args():
+    """CLI flags of the openai user simulator; an unset (null) key is left out, never passed as 'None'."""
+    if ACEBENCH.get("simulator") != "openai":
+        return ""
+    flags = {
+        "--simulator-endpoint": ACEBENCH.get("simulator_endpoint"),
+        "--simulator-model": ACEBENCH.get("simulator_model"),
+    }
+    return " ".join(
+        f"{k} {shlex.quote(str(v))}" for k, v in flags.items() if v is not None
     )
 
 

@@ -109,7 +109,7 @@ rule summarise_bfcl_variance:
         " --out {output.summary} > {log} 2>&1"
 
 
-if ACEBENCH_DOWNLOAD:
+if ACEBENCH_SOURCE == "download":
 
     localrules:
         download_acebench,
@@ -138,8 +138,36 @@ if ACEBENCH_DOWNLOAD:
             "python -m toolcall_repro.provenance run --rule download_acebench --manifest {output.manifest:q}"
             " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
             " --gpus {resources.gpu} --"
-            " python -m toolcall_repro.data.download acebench --repo {params.repo}"
-            " --commit {params.commit} --out {output.data} > {log} 2>&1"
+            " python -m toolcall_repro.eval.acebench download --repo {params.repo:q}"
+            " --commit {params.commit} --out {output.data:q} > {log} 2>&1"
+
+
+if ACEBENCH_SOURCE == "synthetic":
+
+    rule synthesize_acebench:
+        output:
+            data=directory(ACEBENCH_DIR),
+            manifest=manifest("synthesize_acebench"),
+        log:
+            R("logs", "synthesize_acebench.log"),
+        benchmark:
+            R("benchmarks", "synthesize_acebench.tsv")
+        conda:
+            "../envs/cpu.yaml"
+        threads: 1
+        resources:
+            gpu=0,
+        params:
+            cfg=as_json({"synthetic": ACEBENCH.get("synthetic")}),
+            seeds=as_json({"data": ACEBENCH["synthetic"]["seed"]}),
+            rows=ACEBENCH["synthetic"]["rows"],
+            seed=ACEBENCH["synthetic"]["seed"],
+        shell:
+            "python -m toolcall_repro.provenance run --rule synthesize_acebench --manifest {output.manifest:q}"
+            " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+            " --gpus {resources.gpu} --"
+            " python -m toolcall_repro.eval.acebench synthesize --rows {params.rows} --seed {params.seed}"
+            " --out {output.data:q} > {log} 2>&1"
 
 
 rule score_acebench:
@@ -175,13 +203,7 @@ rule score_acebench:
         ),
         limit=subtree("evaluate", "acebench", "limit") or 0,
         simulator=subtree("evaluate", "acebench", "simulator"),
-        simulator_args=(
-            "--simulator-endpoint {} --simulator-model {}".format(
-                ACEBENCH.get("simulator_endpoint"), ACEBENCH.get("simulator_model")
-            )
-            if ACEBENCH.get("simulator") == "openai"
-            else ""
-        ),
+        simulator_args=acebench_simulator_args(),
         backend=config["engines"]["generation"],
     shell:
         "python -m toolcall_repro.provenance run --rule score_acebench --manifest {output.manifest:q}"
