@@ -89,6 +89,35 @@ def test_golden_prompts(template, thinking, tokenizer):
     assert render(CONVERSATION, TOOLS, proto, tokenizer) == expected
 
 
+@pytest.mark.parametrize("output_format_prompt", ["fmt_xml", "fmt_python", "stronger"])
+def test_context_template_leaves_single_turn_requests_native(tokenizer, output_format_prompt):
+    single = [{"role": "user", "content": "weather in Paris?"}]
+    native = render(single, TOOLS, Protocol(system_prompt=output_format_prompt), tokenizer)
+    context = render(
+        single, TOOLS, Protocol(system_prompt=output_format_prompt, template="context"), tokenizer
+    )
+    pasted = render(
+        single, TOOLS, Protocol(system_prompt=output_format_prompt, template="context_all"), tokenizer
+    )
+    assert context == native
+    assert pasted != native and protocol_module.CONTEXT_HEADER in pasted
+    # a multi-turn history is pasted by both context templates
+    multi_native = render(CONVERSATION, TOOLS, Protocol(system_prompt=output_format_prompt), tokenizer)
+    for template in ("context", "context_all"):
+        multi = render(
+            CONVERSATION, TOOLS, Protocol(system_prompt=output_format_prompt, template=template), tokenizer
+        )
+        assert multi != multi_native and protocol_module.CONTEXT_HEADER in multi
+
+
+def test_card_says_what_the_template_knob_covers(tokenizer):
+    card = protocol_card(Protocol(template="context"), tokenizer)
+    assert "single-turn" in card["template_scope"] and "renders exactly as native" in card["template_scope"]
+    assert (
+        protocol_card(Protocol(template="context_all"), tokenizer)["template_scope"] != card["template_scope"]
+    )
+
+
 def test_keep_and_drop_differ_only_in_earlier_turns(tokenizer):
     keep = render(CONVERSATION, TOOLS, Protocol(system_prompt="fmt_xml", thinking="keep"), tokenizer)
     drop = render(CONVERSATION, TOOLS, Protocol(system_prompt="fmt_xml", thinking="drop"), tokenizer)
@@ -401,7 +430,7 @@ def test_card_records_prompt_template_and_mechanism(tokenizer):
         protocol_card(Protocol(), tokenizer, seed=3)
 
 
-@pytest.mark.parametrize("template", ["native", "context"])
+@pytest.mark.parametrize("template", ["native", "context", "context_all"])
 @pytest.mark.parametrize("thinking", ["keep", "drop"])
 def test_chat_messages_through_the_template_equal_render(template, thinking):
     from toolcall_repro.protocol import Protocol, chat_messages, render
