@@ -110,6 +110,20 @@ def test_context_template_leaves_single_turn_requests_native(tokenizer, output_f
         assert multi != multi_native and protocol_module.CONTEXT_HEADER in multi
 
 
+def test_card_counts_the_system_instruction_alone_as_the_paper_does(tokenizer):
+    for prompt_id in ("stronger", "fmt_xml", "xml_rule2"):
+        text = protocol_module.system_instruction_text(prompt_id)
+        assert "{tools_jsonl}" not in text and "{functions}" not in text
+        card = protocol_card(Protocol(system_prompt=prompt_id), tokenizer)
+        assert card["system_prompt"]["instruction_tokens"] == len(
+            tokenizer.encode(text, add_special_tokens=False)
+        )
+    # a rule adds instruction tokens to the format-only prompt
+    assert protocol_module.instruction_tokens("xml_rule2", tokenizer) > protocol_module.instruction_tokens(
+        "fmt_xml", tokenizer
+    )
+
+
 def test_card_says_what_the_template_knob_covers(tokenizer):
     card = protocol_card(Protocol(template="context"), tokenizer)
     assert "single-turn" in card["template_scope"] and "renders exactly as native" in card["template_scope"]

@@ -206,6 +206,16 @@ def system_prompt_template(prompt_id: str) -> str:
     return text
 
 
+def system_instruction_text(prompt_id: str) -> str:
+    """The system prompt without its tool list: what the paper counts as prompt length (228/452/302/448)."""
+    return _TOOLS_RE.sub("", system_prompt_template(prompt_id)).strip()
+
+
+def instruction_tokens(prompt_id: str, tokenizer: Any) -> int:
+    """Tokens of `system_instruction_text` under `tokenizer`, without special tokens or chat template."""
+    return len(tokenizer.encode(system_instruction_text(prompt_id), add_special_tokens=False))
+
+
 def system_prompt_text(prompt_id: str, tools: list[dict]) -> str:
     """The system prompt for ``tools``, the tool list written where the prompt's placeholder is."""
     if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
@@ -426,6 +436,8 @@ def protocol_card(protocol: Protocol, tokenizer: Any, **extra: Any) -> dict:
             "sha256": sha256_text(system_prompt_template(protocol.system_prompt)),
             "output_format": protocol.output_format,
             "source": "bfcl-eval" if uses_bfcl else "toolcall_repro/prompts",
+            # the paper's prompt-length measure; mean_input_tokens (scores) counts the whole first prompt
+            "instruction_tokens": instruction_tokens(protocol.system_prompt, tokenizer),
         },
         "chat_template": {"sha256": sha256_text(template)},
         "template": protocol.template,

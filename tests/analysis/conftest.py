@@ -57,7 +57,7 @@ def card(protocol: str, seed=None) -> dict:
     sp, template, thinking = PROTOCOLS[protocol]
     return {
         "id": protocol,
-        "system_prompt": sp,
+        "system_prompt": {"id": sp, "instruction_tokens": 10 * len(sp)},  # as protocol_card writes it
         "template": template,
         "thinking": thinking,
         "temperature": 0.7,

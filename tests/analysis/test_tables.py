@@ -39,6 +39,9 @@ def test_prompt_ablation_shows_input_tokens_unscaled(bfcl):
     t = tables.prompt_ablation_table(bfcl, [("base", "default"), ("base", "doubled")])
     assert list(t.frame["mean_input_tokens_mean"]) == [270.0, 270.0]
     assert list(t.frame["system_prompt"]) == ["bfcl_default", "bfcl_default_x2"]
+    # the paper's measure (system instruction alone, from the card) beside ours, and the paper's figures
+    assert list(t.display[tables.INSTRUCTION_COLUMN]) == ["120", "150"]
+    assert list(t.frame["paper_instruction_tokens"]) == [228, 452]
 
 
 def test_seed_spread_peak_to_peak(run_dir):

@@ -103,18 +103,56 @@ def table4(scores: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> Table:
     return t
 
 
+PAPER_INSTRUCTION_TOKENS = {
+    "bfcl_default": 228,
+    "bfcl_default_x2": 452,
+    "default_rules12": 302,
+    "stronger": 448,
+}
+INSTRUCTION_COLUMN = "system instruction tokens"
+
+
+def _instruction_tokens(scores: pd.DataFrame, model: str, protocol: str) -> float:
+    sel = scores[(scores["model"] == model) & (scores["protocol"] == protocol)]
+    if sel.empty:
+        return math.nan
+    prompt = (sel.iloc[0]["card"] or {}).get("system_prompt")
+    value = prompt.get("instruction_tokens") if isinstance(prompt, dict) else None
+    return math.nan if value is None else float(value)
+
+
+def with_instruction_tokens(t: Table, scores: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> Table:
+    """Add the paper's prompt-length measure (system instruction alone, from the card) and its quoted value."""
+    ours = [_instruction_tokens(scores, m, p) for m, p in pairs]
+    t.frame["instruction_tokens"] = ours
+    t.frame["paper_instruction_tokens"] = [
+        PAPER_INSTRUCTION_TOKENS.get(sp) for sp in t.frame["system_prompt"]
+    ]
+    t.display[INSTRUCTION_COLUMN] = ["n/a" if math.isnan(v) else str(int(v)) for v in ours]
+    t.display["paper's (Qwen3)"] = [
+        "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(int(v))
+        for v in t.frame["paper_instruction_tokens"]
+    ]
+    t.notes.append(
+        f"{INSTRUCTION_COLUMN}: the system prompt without its tool list, in this model's tokenizer (the "
+        "paper's measure: 228 / 452 / 302 / 448 with Qwen3's); mean_input_tokens: the whole first prompt "
+        "(system prompt with tool docs and the first user turn), averaged over entries"
+    )
+    return t
+
+
 def prompt_ablation_table(scores: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> Table:
     has_tokens = (scores["metric"] == INPUT_TOKEN_METRIC).any()
     t = study_table(
         scores,
         "prompt_ablation",
-        "System-prompt ablation: BFCL scores and mean input tokens",
+        "System-prompt ablation: BFCL scores, mean input tokens and system instruction tokens",
         pairs,
         extra_raw=(INPUT_TOKEN_METRIC,) if has_tokens else (),
     )
     if not has_tokens:
         t.notes.append(f"the score summaries hold no {INPUT_TOKEN_METRIC!r} metric: input tokens not shown")
-    return t
+    return with_instruction_tokens(t, scores, pairs)
 
 
 def seed_spread_table(scores: pd.DataFrame, metrics: Mapping[str, str] = BFCL_METRICS) -> Table:
