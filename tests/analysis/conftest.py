@@ -79,6 +79,18 @@ def bfcl_summary(model: str, protocol: str, offsets=SEED_OFFSETS) -> dict:
     return {"card": card(protocol), "seeds": list(range(len(offsets))), "metrics": metrics}
 
 
+def heldout_summary(model: str, protocol: str, offsets=SEED_OFFSETS) -> dict:
+    """The held-out reserve benchmark's summary: single_turn / multi_turn / avg, with clear effects."""
+    multi, single, _ = SCORES[(model, protocol)]
+    metrics = {
+        "multi_turn": metric([multi + 0.2 + o for o in offsets]),
+        "single_turn": metric([single - 0.3 + o for o in offsets]),
+        "avg": metric([(multi + single - 0.1 + 2 * o) / 2 for o in offsets]),
+        "mean_input_tokens": metric([150.0] * len(offsets)),
+    }
+    return {"card": card(protocol), "seeds": list(range(len(offsets))), "metrics": metrics}
+
+
 def train_metrics(
     steps_per_epoch: int, epochs: int, skip: int, gen_s: float, update_s: float, m: int, n: int
 ):
@@ -147,6 +159,11 @@ def make_run(root: Path, run_id: str = "toy") -> Path:
     for model, protocol in SCORES:
         p = write(run / "eval" / "bfcl" / model / protocol / "summary.json", bfcl_summary(model, protocol))
         outputs[f"summarise_bfcl/{model}-{protocol}"] = p
+        for name in ("summary", "variance"):
+            p = write(
+                run / "eval" / "heldout" / model / protocol / f"{name}.json", heldout_summary(model, protocol)
+            )
+            outputs[f"score_heldout/{model}-{protocol}"] = p
     p = write(
         run / "eval" / "bfcl" / "base" / "default" / "variance.json",
         bfcl_summary("base", "default", (-0.02, 0.0, 0.01, 0.015)),

@@ -103,3 +103,31 @@ def test_speedup_table_says_when_the_target_is_the_starting_accuracy(run_dir):
 def test_markdown_escapes_pipes():
     md = tabular.markdown_table(pd.DataFrame({"a": ["x|y"]}))
     assert "x\\|y" in md
+
+
+def test_heldout_study_tables_and_the_factorial_layout(run_dir):
+    from toolcall_repro.analysis import report
+
+    res = report.RunResults(run_dir)
+    cfg = {
+        "pipeline_check": True,
+        "evaluate": {
+            "studies": {
+                "template": {"models": ["base"], "protocols": ["stronger", "context"]},
+                "prompt_ablation": {"models": ["base"], "protocols": ["default", "stronger"]},
+                "prompt_factorial": {"models": ["base"], "protocols": ["context"], "benchmarks": ["heldout"]},
+            }
+        },
+    }
+    built = {t.name: t for t in report.build_tables(res, cfg)}
+    assert tuple(built) == report.TABLE_NAMES
+    held = built["template_heldout"]
+    assert list(held.display["held-out multi"]) == ["55.0 ± 1.0", "48.0 ± 1.0"]
+    assert "held-out reserve benchmark" in held.notes[0]
+    assert tables.PIPELINE_CHECK_NOTE in built["template"].notes  # the tiny model's BFCL tables
+    assert tables.PIPELINE_CHECK_NOTE not in held.notes
+    # the factorial runs on the held-out benchmark only here: no BFCL rows, held-out rows beside the paper's
+    assert built["prompt_factorial"].frame.empty
+    factorial = built["prompt_factorial_heldout"]
+    assert list(factorial.frame["protocol"]) == ["context", "default", "stronger"]
+    assert list(factorial.display["rule"])[1:] == ["paper: BFCL default", "paper: stronger (1-4)"]

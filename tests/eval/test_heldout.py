@@ -61,14 +61,19 @@ def test_scores_are_the_training_reward_in_the_protocols_format():
 def test_cli_scores_a_tiny_model_with_a_card(tmp_path, tiny_model_dir):
     pool = [sample(i, s) for i in range(40) for s in ("single_turn", "multi_turn")]
     write_samples(pool, tmp_path / "pool.parquet")
-    out = tmp_path / "seed1.json"
     protocol = json.dumps({"id": "stronger", "system_prompt": "stronger", "template": "context", "thinking": "drop",
                            "temperature": 0.7, "top_p": 1.0, "max_tokens": 8, "backend": "transformers"})  # fmt: skip
     argv = ["--samples", str(tmp_path / "pool.parquet"), "--reserve-fraction", "0.5", "--reserve-seed", "0",
-            "--per-setting", "3", "--model", str(tiny_model_dir), "--protocol", protocol, "--seed", "1",
-            "--out", str(out)]  # fmt: skip
+            "--per-setting", "3", "--model", str(tiny_model_dir), "--protocol", protocol, "--seeds", "1,2",
+            "--variance-seeds", "1,2,3", "--out-dir", str(tmp_path / "out")]  # fmt: skip
     assert main(argv) == 0
-    doc = json.loads(out.read_text())
+    docs = json.loads((tmp_path / "out" / "seeds.json").read_text())
+    assert [d["card"]["seed"] for d in docs] == [1, 2, 3]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    variance = json.loads((tmp_path / "out" / "variance.json").read_text())
+    assert summary["seeds"] == [1, 2] and variance["seeds"] == [1, 2, 3]
+    assert set(summary["metrics"]) >= {"single_turn", "multi_turn", "avg", "mean_input_tokens"}
+    doc = docs[0]
     assert doc["card"]["benchmark"] == "heldout-reserve" and doc["card"]["seed"] == 1
     assert doc["card"]["protocol_id"] == "stronger" and doc["card"]["template"] == "context"
     assert len(doc["card"]["prompts"]["ids"]["multi_turn"]) == 3

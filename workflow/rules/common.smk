@@ -271,10 +271,67 @@ def study_jobs(study):
     return [(m, p, seeds) for m in spec["models"] for p in spec["protocols"]]
 
 
+def study_benchmarks(study):
+    """Where a study runs: its `benchmarks` list, else BFCL and, when configured, the held-out reserve."""
+    spec = config["evaluate"]["studies"][study]
+    default = ["bfcl", "heldout"] if HELDOUT else ["bfcl"]
+    return spec.get("benchmarks", default)
+
+
 def bfcl_summaries(study):
-    if study not in config["evaluate"]["studies"]:
+    if study not in config["evaluate"]["studies"] or "bfcl" not in study_benchmarks(
+        study
+    ):
         return []
     return [R("eval", "bfcl", m, p, "summary.json") for m, p, _ in study_jobs(study)]
+
+
+# The held-out reserve benchmark (eval/heldout.py): where the tiny model has skill, every study runs too.
+# It reads the reserve's definition (filter.reserve_fraction, filter.seed: what the warm start skipped).
+HELDOUT = config["evaluate"].get("heldout")
+RESERVE_FRACTION = config["filter"]["reserve_fraction"]
+RESERVE_SEED = config["filter"]["seed"]
+if HELDOUT and RESERVE_FRACTION == 0:
+    raise ValueError(
+        "evaluate.heldout needs filter.reserve_fraction > 0 (the reserve is its prompts); set it or remove "
+        "evaluate.heldout"
+    )
+
+
+def heldout_summaries(study=None):
+    studies = [study] if study else list(config["evaluate"]["studies"])
+    if not HELDOUT:
+        return []
+    out = []
+    for s in studies:
+        if s not in config["evaluate"]["studies"] or "heldout" not in study_benchmarks(
+            s
+        ):
+            continue
+        name = "variance.json" if s == "seed_variance" else "summary.json"
+        out += [R("eval", "heldout", m, p, name) for m, p, _ in study_jobs(s)]
+    return sorted(set(out))
+
+
+def heldout_seeds(w):
+    """Evaluation seeds, and the seed-variance study's seeds for its own (model, protocol) pairs."""
+    evaluation = list(config["evaluate"]["seeds"])
+    studies = config["evaluate"]["studies"]
+    in_variance = "seed_variance" in studies and (w.model, w.protocol) in {
+        (m, p) for m, p, _ in study_jobs("seed_variance")
+    }
+    return {
+        "eval": evaluation,
+        "variance": variance_seeds() if in_variance else evaluation,
+    }
+
+
+def heldout_training_sets():
+    """Training sets whose conversations the held-out benchmark leaves out (GRPO and format-study data)."""
+    return [
+        R("data", "train", f"{d}.parquet")
+        for d in (*SETTINGS, "format_single", "format_multi")
+    ]
 
 
 def bfcl_variance_summaries():
@@ -356,6 +413,7 @@ def all_eval_outputs():
         *all_bfcl_summaries(),
         *bfcl_variance_summaries(),
         *acebench_summaries(),
+        *heldout_summaries(),
         *general_summaries(),
     ]
 

@@ -27,6 +27,25 @@ QUOTED_TABLE4 = [
     ("Qwen3-235B-A22B-Instruct-2507 (FC)", (45.4, None), (53.2, None), (49.3, None)),
 ]
 INPUT_TOKEN_METRIC = "mean_input_tokens"
+# The held-out reserve benchmark (eval/heldout.py): training reward on reserved, untrained conversations.
+HELDOUT_METRICS = {"multi_turn": "held-out multi", "single_turn": "held-out single", "avg": "avg"}
+PIPELINE_CHECK_NOTE = (
+    "pipeline check: the tiny model has no skill on BFCL's tools, so these BFCL scores test the harness "
+    "(data, prompts, decoding, checkers, seeds), not the protocols; the *_heldout tables show the studies' "
+    "effects on a benchmark where it has skill"
+)
+# What each system prompt asks for: (output format, rules) for the factorial and the paper's variants.
+PROMPT_FACTORS = {
+    "fmt_xml": ("xml", "none"),
+    "fmt_python": ("python", "none"),
+    **{f"xml_rule{k}": ("xml", str(k)) for k in range(1, 5)},
+    **{f"python_rule{k}": ("python", str(k)) for k in range(1, 5)},
+    "python_rules1234": ("python", "1-4"),
+    "bfcl_default": ("python", "paper: BFCL default"),
+    "bfcl_default_x2": ("python", "paper: default pasted twice"),
+    "default_rules12": ("python", "paper: default + rules 1, 2"),
+    "stronger": ("xml", "paper: stronger (1-4)"),
+}
 ACEBENCH_GROUPS = ("overall", "normal", "special", "agent")
 
 
@@ -123,6 +142,8 @@ def _instruction_tokens(scores: pd.DataFrame, model: str, protocol: str) -> floa
 
 def with_instruction_tokens(t: Table, scores: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> Table:
     """Add the paper's prompt-length measure (system instruction alone, from the card) and its quoted value."""
+    if t.frame.empty:
+        return t
     ours = [_instruction_tokens(scores, m, p) for m, p in pairs]
     t.frame["instruction_tokens"] = ours
     t.frame["paper_instruction_tokens"] = [
@@ -153,6 +174,38 @@ def prompt_ablation_table(scores: pd.DataFrame, pairs: Sequence[tuple[str, str]]
     if not has_tokens:
         t.notes.append(f"the score summaries hold no {INPUT_TOKEN_METRIC!r} metric: input tokens not shown")
     return with_instruction_tokens(t, scores, pairs)
+
+
+def prompt_factorial_table(
+    scores: pd.DataFrame,
+    pairs: Sequence[tuple[str, str]],
+    paper_pairs: Sequence[tuple[str, str]],
+    name: str = "prompt_factorial",
+    metrics: Mapping[str, str] = BFCL_METRICS,
+) -> Table:
+    """Output format (XML <tool_call> JSON vs Python list) x each of the four rules, beside the paper's four.
+
+    The factorial rows hold one rule each on top of a format-only prompt (`fmt_xml` / `fmt_python`); the
+    paper's variants change format and rules together, so only the factorial separates the two.
+    """
+    rows = list(pairs) + [p for p in paper_pairs if p not in pairs] if pairs else []
+    t = study_table(
+        scores, name, "Factorial prompt ablation: output format x rule, beside the paper's variants", rows,
+        metrics=metrics,
+    )  # fmt: skip
+    if t.frame.empty:
+        t.notes.append("no factorial study on this benchmark in this run")
+        return t
+    factors = [PROMPT_FACTORS.get(sp, (None, None)) for sp in t.frame["system_prompt"]]
+    t.frame["output_format"], t.frame["rule"] = [f for f, _ in factors], [r for _, r in factors]
+    t.display.insert(3, "format", [f or "" for f, _ in factors])
+    t.display.insert(4, "rule", [r or "" for _, r in factors])
+    t.notes.append(
+        "rule: the one behaviour rule added to the format-only prompt (1 stop and summarise when done, 2 check "
+        "arguments against the schema, 3 decompose multi-step tasks, 4 recover from tool errors); "
+        "'paper: ...' rows are the paper's four prompts, which change format and rules at once"
+    )
+    return with_instruction_tokens(t, scores, rows)
 
 
 def seed_spread_table(scores: pd.DataFrame, metrics: Mapping[str, str] = BFCL_METRICS) -> Table:

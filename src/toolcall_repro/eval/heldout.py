@@ -10,7 +10,13 @@ the multi-turn training reward (`rewards.multi_turn_reward`: calls as exact mult
 the protocol's output format, so one number means the same thing under every protocol.
 
     python -m toolcall_repro.eval.heldout --samples N1.parquet ... --exclude T1.parquet ... \
-        --reserve-fraction 0.3 --reserve-seed 0 --per-setting 24 --model DIR --protocol JSON --seed 0 --out F
+        --reserve-fraction 0.3 --reserve-seed 0 --per-setting 24 --model DIR --protocol JSON \
+        --seeds 0,1,2 [--variance-seeds 0,1,2,3] --out-dir eval/heldout/<model>/<protocol>
+
+One job per (model, protocol): the prompts are chosen and rendered once and sampled once per seed (a tiny
+model's job is mostly start-up), then `seeds.json` (one score document per seed), `summary.json` (the
+evaluation seeds) and `variance.json` (the seed-variance study's seeds) are written, summarised as BFCL's
+seed files are (`eval.bfcl.summary.summarise_seeds`).
 """
 
 from __future__ import annotations
@@ -19,10 +25,12 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from toolcall_repro.configarg import load_config_arg
 from toolcall_repro.data.schema import Sample, read_samples
 from toolcall_repro.data.split import conversation_key, is_reserved, reserve_score
+from toolcall_repro.eval.bfcl.summary import summarise_seeds
 from toolcall_repro.protocol import protocol_card, render
 from toolcall_repro.provenance import atomic_write_json
 from toolcall_repro.rewards import SETTINGS, multi_turn_reward
@@ -89,14 +97,16 @@ def score_outputs(prompts: dict[str, list[Sample]], outputs: dict[str, list], fm
     return {"categories": categories, "summary": summary}
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(args: argparse.Namespace) -> list[dict]:
+    """One score document per seed (prompts chosen and rendered once, sampled once per seed)."""
     import torch
 
     torch.set_num_threads(max(1, args.threads))
     from toolcall_repro.backends import load_backend
     from toolcall_repro.eval.acebench.runner import model_sha256, protocol_from_spec
 
-    protocol, protocol_id = protocol_from_spec(load_config_arg(args.protocol), args.seed)
+    spec = load_config_arg(args.protocol)
+    protocol, protocol_id = protocol_from_spec(spec, args.seeds[0])
     samples = [s for p in args.samples for s in read_samples(p)]
     exclude = [s for p in args.exclude for s in read_samples(p)]
     prompts = select_prompts(samples, exclude, args.reserve_fraction, args.reserve_seed, args.per_setting)
@@ -106,31 +116,40 @@ def run(args: argparse.Namespace) -> dict:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(args.model)
-    outputs = {}
-    for setting, chosen in prompts.items():
-        texts = [render(s.messages_list, s.tools_list, protocol, tokenizer) for s in chosen]
-        groups = backend.generate(
-            texts, 1, temperature=protocol.temperature, top_p=protocol.top_p,
-            max_tokens=protocol.max_tokens, seed=protocol.seed,
+    texts = {
+        k: [render(s.messages_list, s.tools_list, protocol, tokenizer) for s in v] for k, v in prompts.items()
+    }
+    prompt_record = {
+        "reserve_fraction": args.reserve_fraction,
+        "reserve_seed": args.reserve_seed,
+        "per_setting": args.per_setting,
+        "ids": {k: [s.id for s in v] for k, v in prompts.items()},
+        "excluded_training_conversations": len({conversation_key(s) for s in exclude}),
+    }
+    model = {"path": str(args.model), "sha256": model_sha256(args.model)}
+    docs = []
+    for seed in args.seeds:
+        protocol, _ = protocol_from_spec(spec, seed)
+        outputs = {}
+        for setting, chosen in texts.items():
+            groups = backend.generate(
+                chosen, 1, temperature=protocol.temperature, top_p=protocol.top_p,
+                max_tokens=protocol.max_tokens, seed=protocol.seed,
+            )  # fmt: skip
+            outputs[setting] = [g[0] for g in groups]
+        card = protocol_card(
+            protocol, tokenizer, benchmark=BENCHMARK, protocol_id=protocol_id, model=model,
+            prompts=prompt_record, aggregation=FORMULA,
         )  # fmt: skip
-        outputs[setting] = [g[0] for g in groups]
-    doc = score_outputs(prompts, outputs, protocol.output_format)
-    card = protocol_card(
-        protocol,
-        tokenizer,
-        benchmark=BENCHMARK,
-        protocol_id=protocol_id,
-        model={"path": str(args.model), "sha256": model_sha256(args.model)},
-        prompts={
-            "reserve_fraction": args.reserve_fraction,
-            "reserve_seed": args.reserve_seed,
-            "per_setting": args.per_setting,
-            "ids": {k: [s.id for s in v] for k, v in prompts.items()},
-            "excluded_training_conversations": len({conversation_key(s) for s in exclude}),
-        },
-        aggregation=FORMULA,
-    )
-    return {"card": card, **doc}
+        docs.append({"card": card, **score_outputs(prompts, outputs, protocol.output_format)})
+    return docs
+
+
+def _seeds(text: str) -> list[int]:
+    seeds = [int(x) for x in text.split(",") if x.strip()]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"seeds must be distinct integers, got {text!r}")
+    return seeds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,18 +161,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--per-setting", type=int, required=True)
     p.add_argument("--model", required=True)
     p.add_argument("--protocol", required=True, help="inline JSON or a file (an `id` key is kept)")
-    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--seeds", type=_seeds, required=True, help="evaluation seeds, e.g. 0,1,2")
+    p.add_argument(
+        "--variance-seeds", type=_seeds, default=None, help="seeds of variance.json (default: --seeds)"
+    )
     p.add_argument("--backend", default=None)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", required=True)
+    p.add_argument("--out-dir", required=True, help="writes seeds.json, summary.json and variance.json here")
     args = p.parse_args(argv)
+    evaluation, variance = args.seeds, args.variance_seeds or args.seeds
+    args.seeds = list(dict.fromkeys([*evaluation, *variance]))  # each seed sampled once
     try:
-        doc = run(args)
+        docs = run(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    atomic_write_json(args.out, doc)
-    print(json.dumps(doc["summary"]))
+    by_seed = {d["card"]["seed"]: d for d in docs}
+    out = Path(args.out_dir)
+    atomic_write_json(out / "seeds.json", docs)
+    atomic_write_json(out / "summary.json", summarise_seeds([by_seed[s] for s in evaluation]))
+    atomic_write_json(out / "variance.json", summarise_seeds([by_seed[s] for s in variance]))
+    print(json.dumps({d["card"]["seed"]: d["summary"] for d in docs}))
     return 0
 
 
