@@ -7,7 +7,8 @@
    harness; anything below 100% that is not a dataset quirk (`GroundTruthQuirk`) is a harness bug.
 2. Agreement: a corpus of ground truth plus systematic mistakes is scored by our harness and by
    `bfcl evaluate` in a separate process and project root; every per-entry verdict must match. Edge
-   shapes (bare call, code fence, `9+1` argument, `<tool_call>` without newlines, ...) are scored too;
+   shapes (bare call, code fence, positional arguments, bare names, nested calls, tuples, `9+1`, `<think>` in
+   the result, `<tool_call>` without newlines, ...) are scored too;
    the deliberate differences (agreement.KNOWN_DIVERGENCES) are listed, any other one fails.
 3. Optional: folders written by `python -m toolcall_repro.eval.bfcl generate` (real model outputs) are
    scored both ways too.
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             "skipped_quirks": quirks[fmt],
             "disagreements": agreement.disagreements(ours[fmt], official[fmt], corpora[fmt]),
         }
-    edges = {fmt: {"simple_python": agreement.edge_corpus(fmt)} for fmt in formats}
+    edges = {fmt: agreement.edge_corpus(fmt) for fmt in formats}
     edge_official = agreement.official_verdicts(edges, work / "edge")
     for fmt in formats:
         found = agreement.disagreements(
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         documented = [d for d in found if (fmt, d["variant"]) in agreement.KNOWN_DIVERGENCES]
         report["agreement"][fmt]["edge_cases"] = {
-            "variants": list(agreement.EDGE_VARIANTS[fmt]),
+            "variants": {c: list(v) for c, v in agreement.EDGE_VARIANTS[fmt].items()},
             "documented_divergences": [
                 {**d, "why": agreement.KNOWN_DIVERGENCES[(fmt, d["variant"])]} for d in documented
             ],

@@ -89,6 +89,49 @@ def test_golden_prompts(template, thinking, tokenizer):
     assert render(CONVERSATION, TOOLS, proto, tokenizer) == expected
 
 
+@pytest.mark.parametrize("output_format_prompt", ["fmt_xml", "fmt_python", "stronger"])
+def test_context_template_leaves_single_turn_requests_native(tokenizer, output_format_prompt):
+    single = [{"role": "user", "content": "weather in Paris?"}]
+    native = render(single, TOOLS, Protocol(system_prompt=output_format_prompt), tokenizer)
+    context = render(
+        single, TOOLS, Protocol(system_prompt=output_format_prompt, template="context"), tokenizer
+    )
+    pasted = render(
+        single, TOOLS, Protocol(system_prompt=output_format_prompt, template="context_all"), tokenizer
+    )
+    assert context == native
+    assert pasted != native and protocol_module.CONTEXT_HEADER in pasted
+    # a multi-turn history is pasted by both context templates
+    multi_native = render(CONVERSATION, TOOLS, Protocol(system_prompt=output_format_prompt), tokenizer)
+    for template in ("context", "context_all"):
+        multi = render(
+            CONVERSATION, TOOLS, Protocol(system_prompt=output_format_prompt, template=template), tokenizer
+        )
+        assert multi != multi_native and protocol_module.CONTEXT_HEADER in multi
+
+
+def test_card_counts_the_system_instruction_alone_as_the_paper_does(tokenizer):
+    for prompt_id in ("stronger", "fmt_xml", "xml_rule2"):
+        text = protocol_module.system_instruction_text(prompt_id)
+        assert "{tools_jsonl}" not in text and "{functions}" not in text
+        card = protocol_card(Protocol(system_prompt=prompt_id), tokenizer)
+        assert card["system_prompt"]["instruction_tokens"] == len(
+            tokenizer.encode(text, add_special_tokens=False)
+        )
+    # a rule adds instruction tokens to the format-only prompt
+    assert protocol_module.instruction_tokens("xml_rule2", tokenizer) > protocol_module.instruction_tokens(
+        "fmt_xml", tokenizer
+    )
+
+
+def test_card_says_what_the_template_knob_covers(tokenizer):
+    card = protocol_card(Protocol(template="context"), tokenizer)
+    assert "single-turn" in card["template_scope"] and "renders exactly as native" in card["template_scope"]
+    assert (
+        protocol_card(Protocol(template="context_all"), tokenizer)["template_scope"] != card["template_scope"]
+    )
+
+
 def test_keep_and_drop_differ_only_in_earlier_turns(tokenizer):
     keep = render(CONVERSATION, TOOLS, Protocol(system_prompt="fmt_xml", thinking="keep"), tokenizer)
     drop = render(CONVERSATION, TOOLS, Protocol(system_prompt="fmt_xml", thinking="drop"), tokenizer)
@@ -401,7 +444,7 @@ def test_card_records_prompt_template_and_mechanism(tokenizer):
         protocol_card(Protocol(), tokenizer, seed=3)
 
 
-@pytest.mark.parametrize("template", ["native", "context"])
+@pytest.mark.parametrize("template", ["native", "context", "context_all"])
 @pytest.mark.parametrize("thinking", ["keep", "drop"])
 def test_chat_messages_through_the_template_equal_render(template, thinking):
     from toolcall_repro.protocol import Protocol, chat_messages, render

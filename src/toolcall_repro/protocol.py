@@ -57,7 +57,16 @@ PROMPT_FORMATS: dict[str, str] = {
     **{f"xml_rule{k}": "xml_json" for k in range(1, 5)},
 }
 PAPER_PROMPTS = ("bfcl_default", "bfcl_default_x2", "default_rules12", "stronger")
-TEMPLATES = ("native", "context")
+# `context` pastes a multi-turn history (anything before the current user request) into one user message;
+# a lone user message renders natively under both, so the knob moves only multi-turn scores, as the
+# paper's does. `context_all` (a separate option beyond the paper) pastes single-turn requests too.
+TEMPLATES = ("native", "context", "context_all")
+TEMPLATE_SCOPE = {
+    "native": "role messages through the chat template",
+    "context": "a history with more than the current user message (multi-turn) is pasted into one user "
+    "message; a single user message (single-turn) renders exactly as native",
+    "context_all": "every history is pasted into one user message, single-turn requests included",
+}
 THINKING = ("keep", "drop")
 BACKENDS = BACKEND_KINDS
 ROLES = ("system", "user", "assistant", "tool")
@@ -197,6 +206,16 @@ def system_prompt_template(prompt_id: str) -> str:
     return text
 
 
+def system_instruction_text(prompt_id: str) -> str:
+    """The system prompt without its tool list: what the paper counts as prompt length (228/452/302/448)."""
+    return _TOOLS_RE.sub("", system_prompt_template(prompt_id)).strip()
+
+
+def instruction_tokens(prompt_id: str, tokenizer: Any) -> int:
+    """Tokens of `system_instruction_text` under `tokenizer`, without special tokens or chat template."""
+    return len(tokenizer.encode(system_instruction_text(prompt_id), add_special_tokens=False))
+
+
 def system_prompt_text(prompt_id: str, tools: list[dict]) -> str:
     """The system prompt for ``tools``, the tool list written where the prompt's placeholder is."""
     if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
@@ -319,11 +338,19 @@ def serialise_history(history: list[dict], shown: list) -> str:
     return "\n\n".join(parts)
 
 
+def pastes_history(template: str, history: list[dict]) -> bool:
+    """Whether `template` pastes this history into one user message (see TEMPLATE_SCOPE)."""
+    if template == "context_all":
+        return True
+    return template == "context" and len(history) > 1
+
+
 def render(messages: list[dict], tools: list[dict], protocol: Protocol, tokenizer: Any) -> str:
     """The exact prompt text for ``messages`` under ``protocol``, with the generation prompt appended.
 
     ``native``: role messages through the tokenizer's chat template. ``context``: the system prompt, then the
-    whole history serialised into one user message. ``thinking="drop"`` removes reasoning of assistant turns
+    whole history serialised into one user message, when the history holds more than the current user
+    message (a single-turn request renders as ``native``); ``context_all`` pastes single-turn requests too. ``thinking="drop"`` removes reasoning of assistant turns
     before the last user message; ``keep`` shows all of it.
     """
     _check_messages(messages)
@@ -333,7 +360,7 @@ def render(messages: list[dict], tools: list[dict], protocol: Protocol, tokenize
     if not history:
         raise ValueError("messages hold only a system message")
     shown = _shown_reasoning(history, protocol.thinking, protocol.output_format)
-    if protocol.template == "native":
+    if not pastes_history(protocol.template, history):
         return _render_native(system, history, shown, tokenizer)
     chat = [
         {"role": "system", "content": system},
@@ -355,7 +382,7 @@ def chat_messages(messages: list[dict], tools: list[dict], protocol: Protocol) -
     if not history:
         raise ValueError("messages hold only a system message")
     shown = _shown_reasoning(history, protocol.thinking, protocol.output_format)
-    if protocol.template == "context":
+    if pastes_history(protocol.template, history):
         return [
             {"role": "system", "content": system},
             {"role": "user", "content": serialise_history(history, shown)},
@@ -409,9 +436,12 @@ def protocol_card(protocol: Protocol, tokenizer: Any, **extra: Any) -> dict:
             "sha256": sha256_text(system_prompt_template(protocol.system_prompt)),
             "output_format": protocol.output_format,
             "source": "bfcl-eval" if uses_bfcl else "toolcall_repro/prompts",
+            # the paper's prompt-length measure; mean_input_tokens (scores) counts the whole first prompt
+            "instruction_tokens": instruction_tokens(protocol.system_prompt, tokenizer),
         },
         "chat_template": {"sha256": sha256_text(template)},
         "template": protocol.template,
+        "template_scope": TEMPLATE_SCOPE[protocol.template],
         "thinking": protocol.thinking,
         "thinking_mechanism": THINKING_MECHANISM,
         "tools_in": "system_prompt",

@@ -3,6 +3,10 @@
 Arguments are keyword-only literals (numbers, strings, booleans, None, lists, tuples, string-keyed dicts,
 a sign on a number). A dotted function name is only a string: no attribute is ever looked up. Use it
 through :func:`toolcall_repro.toolcall.parse_tool_calls` / ``format_tool_calls``.
+
+This strict reader serves training data and rewards (ToolACE's calls) and ACEBench. BFCL scoring does not
+use it: a BFCL verdict must be bfcl's, so ``eval/bfcl/decode.py`` runs bfcl-eval's own lenient decoder
+(positional arguments dropped, bare names as strings, nested calls, tuples), with its one ``eval`` replaced.
 """
 
 from __future__ import annotations

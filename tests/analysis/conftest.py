@@ -57,7 +57,7 @@ def card(protocol: str, seed=None) -> dict:
     sp, template, thinking = PROTOCOLS[protocol]
     return {
         "id": protocol,
-        "system_prompt": sp,
+        "system_prompt": {"id": sp, "instruction_tokens": 10 * len(sp)},  # as protocol_card writes it
         "template": template,
         "thinking": thinking,
         "temperature": 0.7,
@@ -75,6 +75,18 @@ def bfcl_summary(model: str, protocol: str, offsets=SEED_OFFSETS) -> dict:
         "single_turn_weighted": metric([weighted + o / 2 for o in offsets]),
         "avg": metric([(multi + single + 1.5 * o) / 2 for o in offsets]),
         "mean_input_tokens": metric([200.0 + 10 * len(protocol)] * len(offsets)),
+    }
+    return {"card": card(protocol), "seeds": list(range(len(offsets))), "metrics": metrics}
+
+
+def heldout_summary(model: str, protocol: str, offsets=SEED_OFFSETS) -> dict:
+    """The held-out reserve benchmark's summary: single_turn / multi_turn / avg, with clear effects."""
+    multi, single, _ = SCORES[(model, protocol)]
+    metrics = {
+        "multi_turn": metric([multi + 0.2 + o for o in offsets]),
+        "single_turn": metric([single - 0.3 + o for o in offsets]),
+        "avg": metric([(multi + single - 0.1 + 2 * o) / 2 for o in offsets]),
+        "mean_input_tokens": metric([150.0] * len(offsets)),
     }
     return {"card": card(protocol), "seeds": list(range(len(offsets))), "metrics": metrics}
 
@@ -147,6 +159,11 @@ def make_run(root: Path, run_id: str = "toy") -> Path:
     for model, protocol in SCORES:
         p = write(run / "eval" / "bfcl" / model / protocol / "summary.json", bfcl_summary(model, protocol))
         outputs[f"summarise_bfcl/{model}-{protocol}"] = p
+        for name in ("summary", "variance"):
+            p = write(
+                run / "eval" / "heldout" / model / protocol / f"{name}.json", heldout_summary(model, protocol)
+            )
+            outputs[f"score_heldout/{model}-{protocol}"] = p
     p = write(
         run / "eval" / "bfcl" / "base" / "default" / "variance.json",
         bfcl_summary("base", "default", (-0.02, 0.0, 0.01, 0.015)),
@@ -163,6 +180,8 @@ def make_run(root: Path, run_id: str = "toy") -> Path:
                 "special": 0.5,
                 "agent": 0.3,
                 "normal_atom_bool": 0.9,
+                "fixed/overall": 0.65,
+                "fixed/normal": 0.75,
             }.items()
         },
     }

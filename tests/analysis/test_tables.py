@@ -39,6 +39,9 @@ def test_prompt_ablation_shows_input_tokens_unscaled(bfcl):
     t = tables.prompt_ablation_table(bfcl, [("base", "default"), ("base", "doubled")])
     assert list(t.frame["mean_input_tokens_mean"]) == [270.0, 270.0]
     assert list(t.frame["system_prompt"]) == ["bfcl_default", "bfcl_default_x2"]
+    # the paper's measure (system instruction alone, from the card) beside ours, and the paper's figures
+    assert list(t.display[tables.INSTRUCTION_COLUMN]) == ["120", "150"]
+    assert list(t.frame["paper_instruction_tokens"]) == [228, 452]
 
 
 def test_seed_spread_peak_to_peak(run_dir):
@@ -51,8 +54,10 @@ def test_seed_spread_peak_to_peak(run_dir):
 def test_acebench_groups(run_dir):
     df = loaders.load_score_summaries(run_dir, "acebench", loaders.ManifestIndex(run_dir))
     t = tables.acebench_table(df)
-    assert t.display.iloc[0]["overall"] == "61.0 ± 1.4"
-    assert "normal_atom_bool_mean" in t.frame.columns
+    assert t.display.iloc[0]["overall"] == "61.0 ± 1.4"  # upstream's checker: the headline
+    assert t.display.iloc[0]["overall fixed"] == "66.0 ± 1.4"
+    assert t.display.iloc[0]["special fixed"] == "n/a"  # not in this summary
+    assert "normal_atom_bool_mean" in t.frame.columns and "fixed/normal_mean" in t.frame.columns
 
 
 def test_general_table_delta_and_hash_check(run_dir):
@@ -98,3 +103,31 @@ def test_speedup_table_says_when_the_target_is_the_starting_accuracy(run_dir):
 def test_markdown_escapes_pipes():
     md = tabular.markdown_table(pd.DataFrame({"a": ["x|y"]}))
     assert "x\\|y" in md
+
+
+def test_heldout_study_tables_and_the_factorial_layout(run_dir):
+    from toolcall_repro.analysis import report
+
+    res = report.RunResults(run_dir)
+    cfg = {
+        "pipeline_check": True,
+        "evaluate": {
+            "studies": {
+                "template": {"models": ["base"], "protocols": ["stronger", "context"]},
+                "prompt_ablation": {"models": ["base"], "protocols": ["default", "stronger"]},
+                "prompt_factorial": {"models": ["base"], "protocols": ["context"], "benchmarks": ["heldout"]},
+            }
+        },
+    }
+    built = {t.name: t for t in report.build_tables(res, cfg)}
+    assert tuple(built) == report.TABLE_NAMES
+    held = built["template_heldout"]
+    assert list(held.display["held-out multi"]) == ["55.0 ± 1.0", "48.0 ± 1.0"]
+    assert "held-out reserve benchmark" in held.notes[0]
+    assert tables.PIPELINE_CHECK_NOTE in built["template"].notes  # the tiny model's BFCL tables
+    assert tables.PIPELINE_CHECK_NOTE not in held.notes
+    # the factorial runs on the held-out benchmark only here: no BFCL rows, held-out rows beside the paper's
+    assert built["prompt_factorial"].frame.empty
+    factorial = built["prompt_factorial_heldout"]
+    assert list(factorial.frame["protocol"]) == ["context", "default", "stronger"]
+    assert list(factorial.display["rule"])[1:] == ["paper: BFCL default", "paper: stronger (1-4)"]

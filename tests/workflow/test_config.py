@@ -43,3 +43,19 @@ def test_missing_field_is_named(missing):
     del cfg[missing[0]][missing[1]]
     with pytest.raises(Exception, match=missing[1]):
         validate(cfg, SCHEMA)
+
+
+@pytest.mark.parametrize(
+    ("acebench", "named"),
+    [
+        ({"source": "download"}, "repo"),  # a download needs repo and commit
+        ({"source": "download", "repo": "https://github.com/o/ACEBench", "commit": "main"}, "commit"),
+        ({"source": "local"}, "data_dir"),
+        ({"source": "shared"}, "source"),
+    ],
+)
+def test_acebench_source_needs_its_keys(acebench, named):
+    cfg = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    cfg["evaluate"]["acebench"].update(acebench)
+    with pytest.raises(Exception, match=named):
+        validate(cfg, SCHEMA)

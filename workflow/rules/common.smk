@@ -1,5 +1,6 @@
 import json
 import os
+import shlex
 import posixpath
 
 from snakemake.utils import validate
@@ -301,10 +302,67 @@ def study_jobs(study):
     return [(m, p, seeds) for m in spec["models"] for p in spec["protocols"]]
 
 
+def study_benchmarks(study):
+    """Where a study runs: its `benchmarks` list, else BFCL and, when configured, the held-out reserve."""
+    spec = config["evaluate"]["studies"][study]
+    default = ["bfcl", "heldout"] if HELDOUT else ["bfcl"]
+    return spec.get("benchmarks", default)
+
+
 def bfcl_summaries(study):
-    if study not in config["evaluate"]["studies"]:
+    if study not in config["evaluate"]["studies"] or "bfcl" not in study_benchmarks(
+        study
+    ):
         return []
     return [R("eval", "bfcl", m, p, "summary.json") for m, p, _ in study_jobs(study)]
+
+
+# The held-out reserve benchmark (eval/heldout.py): where the tiny model has skill, every study runs too.
+# It reads the reserve's definition (filter.reserve_fraction, filter.seed: what the warm start skipped).
+HELDOUT = config["evaluate"].get("heldout")
+RESERVE_FRACTION = config["filter"]["reserve_fraction"]
+RESERVE_SEED = config["filter"]["seed"]
+if HELDOUT and RESERVE_FRACTION == 0:
+    raise ValueError(
+        "evaluate.heldout needs filter.reserve_fraction > 0 (the reserve is its prompts); set it or remove "
+        "evaluate.heldout"
+    )
+
+
+def heldout_summaries(study=None):
+    studies = [study] if study else list(config["evaluate"]["studies"])
+    if not HELDOUT:
+        return []
+    out = []
+    for s in studies:
+        if s not in config["evaluate"]["studies"] or "heldout" not in study_benchmarks(
+            s
+        ):
+            continue
+        name = "variance.json" if s == "seed_variance" else "summary.json"
+        out += [R("eval", "heldout", m, p, name) for m, p, _ in study_jobs(s)]
+    return sorted(set(out))
+
+
+def heldout_seeds(w):
+    """Evaluation seeds, and the seed-variance study's seeds for its own (model, protocol) pairs."""
+    evaluation = list(config["evaluate"]["seeds"])
+    studies = config["evaluate"]["studies"]
+    in_variance = "seed_variance" in studies and (w.model, w.protocol) in {
+        (m, p) for m, p, _ in study_jobs("seed_variance")
+    }
+    return {
+        "eval": evaluation,
+        "variance": variance_seeds() if in_variance else evaluation,
+    }
+
+
+def heldout_training_sets():
+    """Training sets whose conversations the held-out benchmark leaves out (GRPO and format-study data)."""
+    return [
+        R("data", "train", f"{d}.parquet")
+        for d in (*SETTINGS, "format_single", "format_multi")
+    ]
 
 
 def bfcl_variance_summaries():
@@ -331,17 +389,28 @@ def all_bfcl_summaries():
     return sorted({f for s in studies for f in bfcl_summaries(s)})
 
 
-# ACEBench: the paper config downloads it at a pinned commit; the embedded default reads the copy in
-# ../shared when present and leaves ACEBench out of the DAG, saying so, when it is absent.
+# ACEBench data: synthetic twins the pipeline writes (embedded default), the real English data downloaded
+# at a pinned commit (paper scale), or a folder the user names (`local`). The workflow never reads ../shared.
 ACEBENCH = config["evaluate"].get("acebench", {})
-ACEBENCH_DIR = ACEBENCH.get("data_dir") or os.path.join(
-    "..", "shared", "data", "acebench", "data_all", "data_en"
-)
-ACEBENCH_DOWNLOAD = bool(ACEBENCH.get("commit"))
-HAVE_ACEBENCH = ACEBENCH_DOWNLOAD or os.path.isdir(ACEBENCH_DIR)
-if not HAVE_ACEBENCH:
-    print(
-        f"toolcall-repro: no ACEBench data at {ACEBENCH_DIR}; ACEBench targets are left out."
+ACEBENCH_SOURCE = ACEBENCH.get("source", "synthetic")
+ACEBENCH_DIR = {
+    "synthetic": R("data", "acebench", "synthetic"),
+    "download": R("data", "acebench", "data_en"),
+    "local": ACEBENCH.get("data_dir"),
+}[ACEBENCH_SOURCE]
+HAVE_ACEBENCH = True
+
+
+def acebench_simulator_args():
+    """CLI flags of the openai user simulator; an unset (null) key is left out, never passed as 'None'."""
+    if ACEBENCH.get("simulator") != "openai":
+        return ""
+    flags = {
+        "--simulator-endpoint": ACEBENCH.get("simulator_endpoint"),
+        "--simulator-model": ACEBENCH.get("simulator_model"),
+    }
+    return " ".join(
+        f"{k} {shlex.quote(str(v))}" for k, v in flags.items() if v is not None
     )
 
 
@@ -395,6 +464,7 @@ def all_eval_outputs():
         *all_bfcl_summaries(),
         *bfcl_variance_summaries(),
         *acebench_summaries(),
+        *heldout_summaries(),
         *general_summaries(),
     ]
 

@@ -7,6 +7,7 @@ localrules:
     summarise_bfcl_variance,
     summarise_acebench,
     bfcl_all,
+    study_prompt_factorial,
     study_seed_variance,
     study_template,
     study_thinking,
@@ -56,6 +57,55 @@ rule score_bfcl:
         " --model-tag {wildcards.model} --protocol {params.protocol:q} --seed {wildcards.seed}"
         " --categories {params.categories} --limit {params.limit} --backend {params.backend}"
         " --work-dir {params.work} --out {output.score} --threads {threads} > {log} 2>&1"
+
+
+rule score_heldout:
+    input:
+        model=lambda w: model_dir(w.model),
+        samples=expand(R("data", "normalised", "{source}.parquet"), source=SOURCES),
+        exclude=heldout_training_sets(),
+    output:
+        seeds=R("eval", "heldout", "{model}", "{protocol}", "seeds.json"),
+        summary=R("eval", "heldout", "{model}", "{protocol}", "summary.json"),
+        variance=R("eval", "heldout", "{model}", "{protocol}", "variance.json"),
+        manifest=manifest("score_heldout", "{model}-{protocol}"),
+    log:
+        R("logs", "score_heldout", "{model}-{protocol}.log"),
+    benchmark:
+        R("benchmarks", "score_heldout", "{model}-{protocol}.tsv")
+    conda:
+        "../envs/eval-vllm.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
+    threads: THREADS
+    resources:
+        **stage_resources("evaluate", gpu=0),
+    params:
+        cfg=lambda w: as_json(
+            {
+                "heldout": HELDOUT,
+                "reserve": {"fraction": RESERVE_FRACTION, "seed": RESERVE_SEED},
+                "protocol": protocol_spec(w.protocol, 0),
+                "seeds": heldout_seeds(w),
+                "model": model_spec(w.model),
+            }
+        ),
+        seeds=lambda w: as_json({"eval": heldout_seeds(w)}),
+        protocol=lambda w: as_json(protocol_spec(w.protocol, 0)),
+        eval_seeds=",".join(map(str, config["evaluate"]["seeds"])),
+        variance_seeds=lambda w: ",".join(map(str, heldout_seeds(w)["variance"])),
+        per_setting=(HELDOUT or {}).get("per_setting", 0),
+        fraction=RESERVE_FRACTION,
+        reserve_seed=RESERVE_SEED,
+        backend=config["engines"]["generation"],
+        out_dir=lambda w, output: os.path.dirname(output.summary),
+    shell:
+        "python -m toolcall_repro.provenance run --rule score_heldout --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.eval.heldout --samples {input.samples} --exclude {input.exclude}"
+        " --reserve-fraction {params.fraction} --reserve-seed {params.reserve_seed}"
+        " --per-setting {params.per_setting} --model {input.model} --protocol {params.protocol:q}"
+        " --seeds {params.eval_seeds} --variance-seeds {params.variance_seeds}"
+        " --backend {params.backend} --out-dir {params.out_dir} --threads {threads} > {log} 2>&1"
 
 
 rule summarise_bfcl:
@@ -110,7 +160,7 @@ rule summarise_bfcl_variance:
         " --out {output.summary} > {log} 2>&1"
 
 
-if ACEBENCH_DOWNLOAD:
+if ACEBENCH_SOURCE == "download":
 
     localrules:
         download_acebench,
@@ -139,8 +189,36 @@ if ACEBENCH_DOWNLOAD:
             "python -m toolcall_repro.provenance run --rule download_acebench --manifest {output.manifest:q}"
             " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
             " --gpus {resources.gpu} --"
-            " python -m toolcall_repro.data.download acebench --repo {params.repo}"
-            " --commit {params.commit} --out {output.data} > {log} 2>&1"
+            " python -m toolcall_repro.eval.acebench download --repo {params.repo:q}"
+            " --commit {params.commit} --out {output.data:q} > {log} 2>&1"
+
+
+if ACEBENCH_SOURCE == "synthetic":
+
+    rule synthesize_acebench:
+        output:
+            data=directory(ACEBENCH_DIR),
+            manifest=manifest("synthesize_acebench"),
+        log:
+            R("logs", "synthesize_acebench.log"),
+        benchmark:
+            R("benchmarks", "synthesize_acebench.tsv")
+        conda:
+            "../envs/cpu.yaml"
+        threads: 1
+        resources:
+            gpu=0,
+        params:
+            cfg=as_json({"synthetic": ACEBENCH.get("synthetic")}),
+            seeds=as_json({"data": ACEBENCH["synthetic"]["seed"]}),
+            rows=ACEBENCH["synthetic"]["rows"],
+            seed=ACEBENCH["synthetic"]["seed"],
+        shell:
+            "python -m toolcall_repro.provenance run --rule synthesize_acebench --manifest {output.manifest:q}"
+            " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+            " --gpus {resources.gpu} --"
+            " python -m toolcall_repro.eval.acebench synthesize --rows {params.rows} --seed {params.seed}"
+            " --out {output.data:q} > {log} 2>&1"
 
 
 rule score_acebench:
@@ -176,13 +254,7 @@ rule score_acebench:
         ),
         limit=subtree("evaluate", "acebench", "limit") or 0,
         simulator=subtree("evaluate", "acebench", "simulator"),
-        simulator_args=(
-            "--simulator-endpoint {} --simulator-model {}".format(
-                ACEBENCH.get("simulator_endpoint"), ACEBENCH.get("simulator_model")
-            )
-            if ACEBENCH.get("simulator") == "openai"
-            else ""
-        ),
+        simulator_args=acebench_simulator_args(),
         backend=config["engines"]["generation"],
     shell:
         "python -m toolcall_repro.provenance run --rule score_acebench --manifest {output.manifest:q}"
@@ -272,31 +344,43 @@ rule bfcl_all:
 rule study_seed_variance:
     input:
         bfcl_variance_summaries(),
+        heldout_summaries("seed_variance"),
+
+
+rule study_prompt_factorial:
+    input:
+        bfcl_summaries("prompt_factorial"),
+        heldout_summaries("prompt_factorial"),
 
 
 rule study_template:
     input:
         bfcl_summaries("template"),
+        heldout_summaries("template"),
 
 
 rule study_thinking:
     input:
         bfcl_summaries("thinking"),
+        heldout_summaries("thinking"),
 
 
 rule study_prompt_ablation:
     input:
         bfcl_summaries("prompt_ablation"),
+        heldout_summaries("prompt_ablation"),
 
 
 rule study_data_format:
     input:
         bfcl_summaries("data_format"),
+        heldout_summaries("data_format"),
 
 
 rule table4:
     input:
         bfcl_summaries("table4"),
+        heldout_summaries("table4"),
 
 
 rule acebench_all:

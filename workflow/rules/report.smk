@@ -35,7 +35,13 @@ rule make_tables:
     resources:
         gpu=0,
     params:
-        cfg=as_json({"evaluate": subtree("evaluate"), "runs": training_runs()}),
+        cfg=as_json(
+            {
+                "evaluate": subtree("evaluate"),
+                "runs": training_runs(),
+                "pipeline_check": config["model"]["base"] == "tiny",
+            }
+        ),
         seeds=as_json({"eval": subtree("evaluate", "seeds")}),
         run_dir=lambda w, output: os.path.dirname(os.path.dirname(output.index)),
         out_dir=lambda w, output: os.path.dirname(output.index),

@@ -30,6 +30,14 @@ TABLE_NAMES = (
     "filter_chain",
     "speedup",
     "general_capability",
+    "prompt_factorial",
+    "seed_spread_heldout",
+    "template_heldout",
+    "thinking_heldout",
+    "prompt_ablation_heldout",
+    "prompt_factorial_heldout",
+    "data_format_heldout",
+    "table4_heldout",
 )
 FIGURE_NAMES = (
     "seed_spread",
@@ -55,6 +63,10 @@ class RunResults:
         variance = loaders.load_score_summaries(self.run_dir, "bfcl", index, name="variance.json")
         self.bfcl_variance = variance if len(variance) else self.bfcl
         self.acebench = loaders.load_score_summaries(self.run_dir, "acebench", index)
+        self.heldout = loaders.load_score_summaries(self.run_dir, "heldout", index)
+        self.heldout_variance = loaders.load_score_summaries(
+            self.run_dir, "heldout", index, name="variance.json"
+        )
         self.general = loaders.load_general(self.run_dir, index)
         self.filter_report = loaders.load_filter_report(self.run_dir, index)
         self.runs = loaders.load_training_runs(self.run_dir, index)
@@ -66,9 +78,15 @@ def _section(cfg: Mapping, key: str) -> dict:
 
 
 def _study(cfg: Mapping, name: str, scores: pd.DataFrame) -> list[tuple[str, str]]:
-    """The study's (model, protocol) pairs from config; without a spec, every pair that has scores."""
+    """The study's (model, protocol) pairs from config; without a spec, every pair that has scores.
+
+    A study whose `benchmarks` leave out the benchmark of `scores` gives no pairs for it.
+    """
     spec = _section(cfg, "studies").get(name)
     if spec:
+        benchmark = scores["benchmark"].iloc[0] if len(scores) else None
+        if benchmark and spec.get("benchmarks") and benchmark not in spec["benchmarks"]:
+            return []
         return [(m, p) for m in spec["models"] for p in spec["protocols"]]
     return sorted(set(zip(scores["model"], scores["protocol"], strict=True)))
 
@@ -104,8 +122,52 @@ def build_tables(res: RunResults, cfg: Mapping) -> list[tabular.Table]:
             seed=int(sp.get("seed", 0)),
         ),
         tables.general_table(res.general, base, rl),
+        tables.prompt_factorial_table(
+            bfcl, _study(cfg, "prompt_factorial", bfcl), _study(cfg, "prompt_ablation", bfcl)
+        ),
     ]
+    if cfg.get("pipeline_check"):
+        for t in out[:6] + out[-1:]:
+            t.notes.insert(0, tables.PIPELINE_CHECK_NOTE)
+    out += heldout_tables(res, cfg)
     assert tuple(t.name for t in out) == TABLE_NAMES
+    return out
+
+
+def heldout_tables(res: RunResults, cfg: Mapping) -> list[tabular.Table]:
+    """Every protocol study again on the held-out reserve benchmark (same protocol cards, same seeds)."""
+    held, metrics = res.heldout, tables.HELDOUT_METRICS
+    note = (
+        "held-out reserve benchmark: reserved conversations the model never trained on, in the sources' "
+        "schemas, scored with the multi-turn training reward in the protocol's output format (eval/heldout.py)"
+    )
+
+    def study(name: str, title: str) -> tabular.Table:
+        return tables.study_table(held, f"{name}_heldout", title, _study(cfg, name, held), metrics=metrics)
+
+    spread = _subset(res.heldout_variance, cfg, "seed_variance")
+    out = [
+        tables.seed_spread_table(spread, metrics=metrics),
+        study("template", "Held-out: native vs context template"),
+        study("thinking", "Held-out: keep vs drop thinking"),
+        tables.with_instruction_tokens(
+            study("prompt_ablation", "Held-out: the paper's four system prompts"),
+            held,
+            _study(cfg, "prompt_ablation", held),
+        ),
+        tables.prompt_factorial_table(
+            held,
+            _study(cfg, "prompt_factorial", held),
+            _study(cfg, "prompt_ablation", held),
+            name="prompt_factorial_heldout",
+            metrics=metrics,
+        ),
+        study("data_format", "Held-out: training-data format"),
+        study("table4", "Held-out: base, stronger prompt and RL"),
+    ]
+    out[0].name, out[0].title = "seed_spread_heldout", "Held-out: seed spread per model"
+    for t in out:
+        t.notes.insert(0, note)
     return out
 
 

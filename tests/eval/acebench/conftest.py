@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from toolcall_repro.eval.acebench.data import default_data_dir
+from toolcall_repro.eval.acebench.data import default_data_dir, load_category
+from toolcall_repro.eval.acebench.scoring import ground_truth_outputs
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    path = default_data_dir(REPO)
+    path = default_data_dir(REPO.parent / "shared" / "data" / "acebench" / "data_all" / "data_en")
     if not (path / "data_normal_atom_bool.json").is_file():
         pytest.skip(f"ACEBench data not found at {path} (set ACEBENCH_DATA_DIR or place it in ../shared)")
     return path
@@ -50,3 +52,57 @@ def _protocol_json(**overrides) -> str:
     }
     spec.update(overrides)
     return json.dumps(spec)
+
+
+@dataclass
+class Gen:
+    text: str
+    prompt_tokens: int = 10
+    completion_tokens: int = 2
+
+
+def _oracle(data_dir, categories, limit):
+    """A GenerateFn that answers every prompt with the ground truth (agents: the next milestone)."""
+    by_question, plans = {}, []
+    for category in categories:
+        entries = load_category(data_dir, category, limit)
+        if category.startswith("agent"):
+            # entries share questions, so plans are taken in entry order, one per episode
+            plans.extend(
+                e["mile_stone"][0] if isinstance(e["mile_stone"][0], list) else e["mile_stone"]
+                for e in entries
+            )
+        else:
+            for e, out in zip(entries, ground_truth_outputs(category, entries), strict=True):
+                by_question[e["question"]] = out
+    seeds, current = [], []
+
+    def generate(requests, seed):
+        seeds.append(seed)
+        out = []
+        for messages, _tools in requests:
+            history = messages[-1]["content"].split("\n", 1)[1]
+            if history in by_question:
+                out.append(Gen(by_question[history]))
+                continue
+            if "execution result:" not in history and "agent:" not in history:
+                current.append(plans.pop(0))  # a new episode starts
+            done = history.count("execution result:")
+            plan = current[-1]
+            out.append(Gen(plan[done] if done < len(plan) else "finish conversation"))
+        return out
+
+    generate.seeds = seeds
+    return generate
+
+
+@pytest.fixture
+def oracle():
+    """`oracle(data_dir, categories, limit)`: a GenerateFn answering every prompt with its ground truth."""
+    return _oracle
+
+
+@pytest.fixture
+def gen():
+    """The Generation shape backends return (text, prompt_tokens, completion_tokens)."""
+    return Gen

@@ -87,6 +87,6 @@ def test_resolve_categories():
 
 def test_default_data_dir_prefers_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("ACEBENCH_DATA_DIR", str(tmp_path))
-    assert default_data_dir() == tmp_path
+    assert default_data_dir("/elsewhere") == tmp_path
     monkeypatch.delenv("ACEBENCH_DATA_DIR")
-    assert default_data_dir("/x/repo").as_posix() == "/x/shared/data/acebench/data_all/data_en"
+    assert default_data_dir("/x/data_en").as_posix() == "/x/data_en"  # no built-in location

@@ -9,6 +9,7 @@ from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
 
 from toolcall_repro.eval.bfcl import execute
 from toolcall_repro.eval.bfcl.execute import (
+    CallSpec,
     CallSyntaxError,
     DecodedCall,
     dispatching_executor,
@@ -108,7 +109,23 @@ def test_parse_call_string_reads_literals_only():
 def test_decoded_call_text_is_bfcl_execution_syntax():
     call = DecodedCall("mv", {"source": "a.txt", "destination": "b"})
     assert call == "mv(source='a.txt', destination='b')"
-    assert call.name == "mv" and call.arguments == {"source": "a.txt", "destination": "b"}
+    assert call.spec == CallSpec("mv", (), {"source": "a.txt", "destination": "b"})
+
+
+def test_nested_calls_run_first_like_bfcl_eval_and_still_nothing_is_evaluated():
+    # bfcl's decoder keeps `f(a=g(b=1))` as {f: {a: {g: {b: 1}}}}; its execution text calls g first
+    prompt = load_dataset_entry("multi_turn_base", include_prereq=False)[0]
+    texts = ["cd(folder=pwd())", "echo(content=pwd(), file_name=ls(a=True))", "cd(folder=open(file='x'))"]
+    calls = [DecodedCall.from_text(t) for t in texts]
+    results, _ = execute_multi_turn_func_call(
+        calls, prompt["initial_config"], prompt["involved_classes"], "m", prompt["id"]
+    )
+    theirs, _ = multi_turn_utils.execute_multi_turn_func_call(
+        texts[:2], prompt["initial_config"], prompt["involved_classes"], "t", prompt["id"]
+    )
+    forget_instances(prompt["id"])
+    assert results[:2] == theirs
+    assert results[2] == "Error during execution: name 'open' is not defined"
 
 
 def test_dispatching_executor_patches_both_bfcl_modules_and_restores():

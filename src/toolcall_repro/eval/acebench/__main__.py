@@ -1,11 +1,14 @@
 """CLI: `python -m toolcall_repro.eval.acebench ...` scores one model under one protocol and seed;
-`python -m toolcall_repro.eval.acebench summarise --inputs seed*.json --out summary.json` aggregates seeds."""
+`... summarise --inputs seed*.json --out summary.json` aggregates seeds;
+`... synthesize --out DIR --rows N --seed S` writes synthetic twins in ACEBench's schema (embedded default);
+`... download --repo URL --commit SHA --out DIR` fetches the real English data at a pinned commit."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -54,7 +57,6 @@ def _run_parser() -> argparse.ArgumentParser:
         help="longer prompts are not generated (empty answer, counted); default: the model's context minus "
         "max_tokens; 0 = no limit",
     )
-    p.add_argument("--upstream-checker", action="store_true", help="keep upstream's three checker defects")
     p.add_argument("--generations", default=None, help="also write every raw output here (JSONL)")
     p.add_argument("--out", required=True)
     return p
@@ -101,19 +103,26 @@ def run(argv: list[str]) -> int:
     generate = runner.backend_generate_fn(backend, tokenizer, protocol, max_prompt_tokens=budget or None)
     scores, raw, tokens = runner.run_categories(
         data_dir, categories, generate, simulator, protocol.output_format, limit=limit,
-        upstream=args.upstream_checker, max_agent_messages=args.max_agent_messages, seed=protocol.seed, log=print,
+        max_agent_messages=args.max_agent_messages, seed=protocol.seed, log=print,
     )  # fmt: skip
     doc = runner.score_document(
         data_dir=data_dir, model_dir=args.model, protocol=protocol, protocol_id=protocol_id, tokenizer=tokenizer,
         categories=categories, scores=scores, tokens=tokens, simulator=simulator, limit=limit,
-        upstream=args.upstream_checker, max_prompt_tokens=budget or None, max_agent_messages=args.max_agent_messages,
+        max_prompt_tokens=budget or None, max_agent_messages=args.max_agent_messages,
     )  # fmt: skip
     if args.generations:
         lines = [json.dumps({"category": c, **row}, ensure_ascii=False) for c in categories for row in raw[c]]
         atomic_write_text(args.generations, "\n".join(lines) + "\n")
     atomic_write_json(args.out, doc)
-    summary = {k: doc["summary"][k] for k in ("normal", "special", "agent", "overall", "agent_process")}
-    print(json.dumps(summary))
+    keys = ("normal", "special", "agent", "overall", "agent_process")
+    print(
+        json.dumps(
+            {
+                "upstream": {k: doc["summary"][k] for k in keys},
+                "fixed": {k: doc["summary_fixed"][k] for k in keys},
+            }
+        )
+    )
     return 0
 
 
@@ -127,11 +136,51 @@ def summarise(argv: list[str]) -> int:
     return 0
 
 
+def synthesize_cmd(argv: list[str]) -> int:
+    from toolcall_repro.eval.acebench.synthetic import synthesize
+
+    p = argparse.ArgumentParser(prog="python -m toolcall_repro.eval.acebench synthesize")
+    p.add_argument("--out", required=True)
+    p.add_argument("--rows", type=int, required=True, help="entries (dialogues) per category")
+    p.add_argument("--seed", type=int, required=True)
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    tmp = out.with_name(out.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    counts = synthesize(tmp, args.rows, args.seed)
+    (tmp / "source.json").write_text(
+        json.dumps({"kind": "synthetic", "seed": args.seed, "rows": args.rows, "lines": counts}, indent=2)
+        + "\n"
+    )
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)  # the folder appears only when complete
+    print(json.dumps(counts))
+    return 0
+
+
+def download_cmd(argv: list[str]) -> int:
+    from toolcall_repro.eval.acebench.download import download_acebench
+
+    p = argparse.ArgumentParser(prog="python -m toolcall_repro.eval.acebench download")
+    p.add_argument("--repo", required=True, help="e.g. https://github.com/<owner>/ACEBench")
+    p.add_argument("--commit", required=True, help="full 40-hex commit sha")
+    p.add_argument("--out", required=True)
+    args = p.parse_args(argv)
+    print(json.dumps(download_acebench(args.repo, args.commit, args.out)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv[:1] == ["summarise"]:
             return summarise(argv[1:])
+        if argv[:1] == ["synthesize"]:
+            return synthesize_cmd(argv[1:])
+        if argv[:1] == ["download"]:
+            return download_cmd(argv[1:])
         return run(argv[1:] if argv[:1] == ["run"] else argv)
     except (ACEBenchDataError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

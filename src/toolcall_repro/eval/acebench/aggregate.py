@@ -11,11 +11,17 @@ _PER_SEED_CARD_KEYS = ("seed", "protocol")
 
 
 def _metrics(doc: Mapping) -> dict[str, float | None]:
+    """Upstream-checker metrics under their plain names (the headline), fixed-checker ones as `fixed/<name>`."""
     out: dict[str, float | None] = {m: doc["summary"].get(m) for m in SUMMARY_METRICS}
+    if "summary_fixed" in doc:
+        out.update({f"fixed/{m}": doc["summary_fixed"].get(m) for m in SUMMARY_METRICS})
     for category, score in doc["categories"].items():
-        out[f"{category}/accuracy"] = score["accuracy"]
-        if score.get("process_accuracy") is not None:
-            out[f"{category}/process_accuracy"] = score["process_accuracy"]
+        for prefix, sc in (("", score), ("fixed/", score.get("fixed"))):
+            if sc is None:
+                continue
+            out[f"{prefix}{category}/accuracy"] = sc["accuracy"]
+            if sc.get("process_accuracy") is not None:
+                out[f"{prefix}{category}/process_accuracy"] = sc["process_accuracy"]
     return out
 
 

@@ -67,13 +67,10 @@ def resolve_categories(spec: str | list[str]) -> list[str]:
     return [c for c in CATEGORIES if c in chosen]
 
 
-def default_data_dir(repo_root: str | Path | None = None) -> Path:
-    """$ACEBENCH_DATA_DIR, else <repo>/../shared/data/acebench/data_all/data_en (where CI keeps it)."""
+def default_data_dir(fallback: str | Path) -> Path:
+    """$ACEBENCH_DATA_DIR if set, else `fallback` (the package itself knows no data location)."""
     env = os.environ.get(DATA_DIR_ENV)
-    if env:
-        return Path(env)
-    root = Path(repo_root) if repo_root else Path(__file__).resolve().parents[4]
-    return root.parent / "shared" / "data" / "acebench" / "data_all" / "data_en"
+    return Path(env) if env else Path(fallback)
 
 
 def _read_jsonl(path: Path) -> list[dict]:

@@ -144,13 +144,14 @@ def run_categories(
     simulator: UserSimulator | None,
     fmt: str,
     limit: int | None = None,
-    upstream: bool = False,
     max_agent_messages: int = MAX_MESSAGES,
     seed: int = 0,
     log: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, dict], dict[str, list], dict[str, TokenCounter]]:
     """Generate and score each category: (category scores as dicts, raw outputs, token counts).
 
+    Every output is scored twice: with upstream's checker (the category dict itself: the headline,
+    comparable to the paper and the leaderboard) and with the fixed one (under its `fixed` key).
     A text category is one generation call with `seed`; each agent step has its own `step_seed`.
     """
     scores: dict[str, dict] = {}
@@ -166,7 +167,8 @@ def run_categories(
             ]
         else:
             outputs = model.texts([(single_turn_messages(category, e), e["function"]) for e in entries], seed)
-        score = score_category(category, entries, outputs, fmt=fmt, upstream=upstream).to_dict()
+        score = score_category(category, entries, outputs, fmt=fmt, upstream=True).to_dict()
+        score["fixed"] = score_category(category, entries, outputs, fmt=fmt, upstream=False).to_dict()
         if group_of(category) == "agent":
             pairs = zip(entries, outputs, strict=True)
             score["episode_errors"] = [
@@ -175,7 +177,10 @@ def run_categories(
         scores[category] = score
         raw[category] = [{"id": e["id"], "output": o} for e, o in zip(entries, outputs, strict=True)]
         if log is not None:
-            log(f"{category}: accuracy {score['accuracy']:.3f} ({score['correct']}/{score['total']})")
+            log(
+                f"{category}: accuracy {score['accuracy']:.3f} ({score['correct']}/{score['total']}) upstream"
+                f" checker, {score['fixed']['accuracy']:.3f} fixed"
+            )
     return scores, raw, tokens
 
 
@@ -191,6 +196,12 @@ def model_sha256(model_dir: str | Path) -> str | None:
             while block := f.read(1 << 20):
                 h.update(block)
     return h.hexdigest()
+
+
+def data_source(data_dir: str | Path) -> dict | None:
+    """`source.json` written beside the data by `synthesize` or `download` (what made it), if any."""
+    path = Path(data_dir) / "source.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def benchmark_commit(data_dir: str | Path) -> str | None:
@@ -213,7 +224,6 @@ def score_document(
     tokens: Mapping[str, TokenCounter],
     simulator: UserSimulator | None,
     limit: int | None,
-    upstream: bool,
     max_prompt_tokens: int | None = None,
     max_agent_messages: int = MAX_MESSAGES,
 ) -> dict:
@@ -224,6 +234,7 @@ def score_document(
         benchmark_version=benchmark_commit(data_dir),
         language="en",
         data_sha256=data_sha256(data_dir, list(categories)),
+        data_source=data_source(data_dir),
         categories=list(categories),
         limit=limit,
         model={"path": str(model_dir), "sha256": model_sha256(model_dir)},
@@ -237,12 +248,39 @@ def score_document(
             "history": "text in one user message; earlier reasoning dropped",
         },
         scoring={
-            "checker": "acebench-upstream" if upstream else "acebench, 3 defects fixed",
+            "checkers": CHECKERS,
+            "headline": "upstream",
             "formula": FORMULA,
+            "parse_policy": PARSE_POLICY,
         },
     )
     categories_out = {c: {**scores[c], "tokens": tokens[c].to_dict()} for c in categories}
-    return {"card": card, "categories": categories_out, "summary": summarise(scores)}
+    fixed = {c: scores[c]["fixed"] for c in categories}
+    return {
+        "card": card,
+        "categories": categories_out,
+        "summary": summarise(scores),
+        "summary_fixed": summarise(fixed),
+    }
+
+
+CHECKERS = {
+    "upstream": "upstream model_eval/checker.py semantics at the pinned commit, its three defects kept "
+    "(summary, categories: the headline, comparable to the paper and the leaderboard)",
+    "fixed": "the same checks with the three defects fixed (checker.py docstring; summary_fixed, "
+    "categories.<c>.fixed): ground truth scores 100% on every category",
+}
+# How model text is read before either checker sees it (the same for both columns).
+PARSE_POLICY = {
+    "think_prefix": "a leading <think>...</think> block is removed before the calls are read (upstream's "
+    "reader fails on it)",
+    "code_fence": "a ```python fence around the calls is removed (upstream's reader fails on it)",
+    "bare_call": "one call without the list brackets is read as a one-call list (upstream's reader fails)",
+    "special_phrases": "special categories look for their phrase in the answer after </think> only "
+    "(upstream searches the whole output, so a phrase written only inside the thinking passes upstream, "
+    "fails here)",
+    "parser": "toolcall_repro.toolcall.parse_tool_calls in the protocol's output format (no eval)",
+}
 
 
 def protocol_from_spec(spec: Mapping, seed: int) -> tuple[Protocol, str | None]:

@@ -10,6 +10,7 @@ wrong name, no call, truncation, ...), so both verdicts occur in every category.
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import os
@@ -159,21 +160,166 @@ def corpus(categories: list[str], limit: int | None, fmt: str) -> tuple[dict[str
     return results, quirks
 
 
-# Output shapes where our decoding deliberately differs from bfcl's reference handler for the format
-# (QwenHandler for python, QwenFCHandler for xml_json); everything else must agree.
+# Output shapes where our decoding differs from bfcl's reference handler for the format (QwenHandler for
+# python, QwenFCHandler for xml_json), each with its reason; every other shape must agree. Each one is an
+# edge-corpus variant below, and the test suite checks that the verdicts really differ on it.
 KNOWN_DIVERGENCES = {
-    ("python", "binop_value"): "bfcl evaluates `9+1` to 10; we never evaluate model text (invalid)",
+    ("python", "builtin_in_expression"): (
+        "bfcl hands an argument expression to `eval`, so `len('x')*7` runs and gives 7; we compute only "
+        "arithmetic over literals and refuse names and calls (model text is never run)"
+    ),
     ("xml_json", "no_newlines"): "bfcl's Qwen FC regex needs newlines inside <tool_call>; we parse the block",
     ("xml_json", "good_and_bad_block"): "bfcl silently drops an unparsable block; we reject the output",
     ("xml_json", "list_in_block"): "bfcl reads a JSON list inside one block as no call; we read the calls",
 }
+# Refused without a corpus entry (bfcl itself would hang or run out of memory on them, so they cannot be
+# scored by `bfcl evaluate`): `9**9**9`, `'a'*10**9` (tests/eval/bfcl/test_decode.py).
+UNBOUNDED_EXPRESSIONS = (
+    "arithmetic results above decode.MAX_RESULT_BITS bits or decode.MAX_RESULT_ITEMS items"
+)
+
+# {format: {category: variants}}: one entry per variant, each its own ground truth (or first function) reshaped
 EDGE_VARIANTS = {
-    "python": ("bare_call", "backticks_inline", "code_fence", "text_before_call", "binop_value"),
-    "xml_json": ("no_newlines", "good_and_bad_block", "list_in_block", "text_around", "python_syntax"),
+    "python": {
+        "simple_python": (
+            "bare_call",
+            "backticks_inline",
+            "code_fence",
+            "text_before_call",
+            "binop_value",
+            "builtin_in_expression",
+            "positional_args",
+            "positional_and_keyword",
+            "bare_name_value",
+            "nested_call_value",
+            "nested_call_no_keywords",
+            "tuple_value",
+            "think_in_result",
+            "empty_dict_value",
+        ),
+        "irrelevance": ("positional_call", "bare_function_name", "think_in_result"),
+        "live_relevance": ("positional_call", "nested_call_value"),
+        "multi_turn_base": ("positional_step", "nested_call_step", "think_in_step"),
+    },
+    "xml_json": {
+        "simple_python": (
+            "no_newlines",
+            "good_and_bad_block",
+            "list_in_block",
+            "text_around",
+            "python_syntax",
+            "think_in_result",
+        ),
+        "irrelevance": ("python_syntax_call",),
+    },
+}
+THINK_PREFIX = "<think>\nLet me plan the call.\n</think>\n\n"
+
+
+def _first_call(gt: str) -> ast.Call | None:
+    try:
+        tree = ast.parse(gt, mode="eval").body
+    except SyntaxError:
+        return None
+    calls = tree.elts if isinstance(tree, ast.List) else [tree]
+    return calls[0] if calls and isinstance(calls[0], ast.Call) else None
+
+
+def _reshape_first_call(gt: str, reshape) -> str | None:
+    """`gt` with its first call rewritten by `reshape(call) -> bool` (False: not applicable to this entry)."""
+    tree = ast.parse(gt, mode="eval")
+    first = _first_call(gt)
+    if first is None:
+        return None
+    target = tree.body.elts[0] if isinstance(tree.body, ast.List) else tree.body
+    if not reshape(target):
+        return None
+    return ast.unparse(tree)
+
+
+def _to_positional(call: ast.Call, keep_last_keyword: bool = False) -> bool:
+    kept = call.keywords[-1:] if keep_last_keyword else []
+    moved = call.keywords[:-1] if keep_last_keyword else call.keywords
+    if not moved:
+        return False
+    call.args, call.keywords = [k.value for k in moved], kept
+    return True
+
+
+def _bare_name(call: ast.Call) -> bool:
+    for k in call.keywords:
+        if (
+            isinstance(k.value, ast.Constant)
+            and isinstance(k.value.value, str)
+            and k.value.value.isidentifier()
+        ):
+            k.value = ast.Name(id=k.value.value, ctx=ast.Load())
+            return True
+    return False
+
+
+def _nested(call: ast.Call, keywords: bool = True) -> bool:
+    if not call.keywords:
+        return False
+    inner = [ast.keyword(arg="value", value=call.keywords[0].value)] if keywords else []
+    call.keywords[0].value = ast.Call(func=ast.Name(id="lookup", ctx=ast.Load()), args=[], keywords=inner)
+    return True
+
+
+def _tuple(call: ast.Call) -> bool:
+    for k in call.keywords:
+        if isinstance(k.value, ast.List):
+            k.value = ast.Tuple(elts=k.value.elts, ctx=ast.Load())
+            return True
+    return False
+
+
+def _int_keyword(call: ast.Call) -> ast.keyword | None:
+    for k in call.keywords:
+        v = k.value
+        if isinstance(v, ast.Constant) and isinstance(v.value, int) and not isinstance(v.value, bool):
+            return k
+    return None
+
+
+def _binop(call: ast.Call, builtin: bool) -> bool:
+    k = _int_keyword(call)
+    if k is None or k.value.value < 1:
+        return False
+    n = k.value.value
+    if builtin:  # len('x') * n == n, but only if the expression is run
+        left = ast.Call(func=ast.Name(id="len", ctx=ast.Load()), args=[ast.Constant("x")], keywords=[])
+        k.value = ast.BinOp(left=left, op=ast.Mult(), right=ast.Constant(n))
+    else:
+        k.value = ast.BinOp(left=ast.Constant(n - 1), op=ast.Add(), right=ast.Constant(1))
+    return True
+
+
+def _empty_dict(call: ast.Call) -> bool:
+    if not call.keywords:
+        return False
+    call.keywords[0].value = ast.Dict(keys=[], values=[])
+    return True
+
+
+_CALL_RESHAPES = {
+    "positional_args": _to_positional,
+    "positional_and_keyword": lambda c: len(c.keywords) > 1 and _to_positional(c, keep_last_keyword=True),
+    "bare_name_value": _bare_name,
+    "nested_call_value": _nested,
+    "nested_call_no_keywords": lambda c: _nested(c, keywords=False),
+    "tuple_value": _tuple,
+    "binop_value": lambda c: _binop(c, builtin=False),
+    "builtin_in_expression": lambda c: _binop(c, builtin=True),
+    "empty_dict_value": _empty_dict,
 }
 
 
 def _edge_text(gt: str, fmt: str, variant: str) -> str | None:
+    if variant in _CALL_RESHAPES:
+        return _reshape_first_call(gt, _CALL_RESHAPES[variant])
+    if variant == "think_in_result":
+        return THINK_PREFIX + gt
     if variant == "bare_call":
         return gt[1:-1] if gt.count("(") == 1 else None  # one call only: no brackets needed
     if variant == "backticks_inline":
@@ -182,11 +328,6 @@ def _edge_text(gt: str, fmt: str, variant: str) -> str | None:
         return f"```python\n{gt}\n```"
     if variant == "text_before_call":
         return f"Sure: {gt}"
-    if variant == "binop_value":
-        m = re.search(r"=(\d+)([,)])", gt)
-        return (
-            None if m is None else gt[: m.start()] + f"={int(m.group(1)) - 1}+1{m.group(2)}" + gt[m.end() :]
-        )
     if variant == "no_newlines":
         return gt.replace("<tool_call>\n", "<tool_call>").replace("\n</tool_call>", "</tool_call>")
     if variant == "good_and_bad_block":
@@ -202,19 +343,67 @@ def _edge_text(gt: str, fmt: str, variant: str) -> str | None:
     raise ValueError(f"unknown edge variant {variant!r}")
 
 
-def edge_corpus(fmt: str, start: int = 100, category: str = "simple_python") -> list[dict]:
-    """One entry per edge variant (entries from `start` on), each its own ground truth reshaped."""
-    prompts, truths = load_category(category)
-    rows, i = [], start
-    for variant in EDGE_VARIANTS[fmt]:
-        while True:
-            gt = groundtruth.ground_truth_output(category, prompts[i], truths[i], fmt)
-            text = _edge_text(gt, fmt, variant)
-            i += 1
+def _relevance_edge_text(prompt: dict, fmt: str, variant: str) -> str | None:
+    call = groundtruth.relevance_call(prompt)
+    name = call["name"]
+    if variant == "positional_call":  # the issue's `[f(70, 1.75)]`: bfcl drops the arguments, still a call
+        return f"[{name}(70, 1.75)]"
+    if variant == "bare_function_name":
+        return f"[{name}]"
+    if variant == "nested_call_value":
+        return f"[{name}(value=lookup(query='x'))]"
+    if variant == "think_in_result":
+        return THINK_PREFIX + format_tool_calls([call], fmt)
+    if variant == "python_syntax_call":
+        return format_tool_calls([call], "python")
+    raise ValueError(f"unknown relevance edge variant {variant!r}")
+
+
+def _multi_turn_edge(turns: list[list[str]], variant: str) -> list[list[str]] | None:
+    turns = copy.deepcopy(turns)
+    for steps in turns:
+        for s, step in enumerate(steps[:-1]):  # the last step of a turn is its closing text
+            if variant == "think_in_step":
+                steps[s] = THINK_PREFIX + step
+                return turns
+            reshape = _to_positional if variant == "positional_step" else _nested
+            text = _reshape_first_call(step, reshape)
             if text is not None:
-                break
-        rows.append({"id": prompts[i - 1]["id"], "result": text, "variant": variant, "format": fmt})
-    return rows
+                steps[s] = text
+                return turns
+    return None
+
+
+def edge_corpus(fmt: str, start: int = 100) -> dict[str, list[dict]]:
+    """{category: rows}, one row per edge variant (entries from `start` on, after the main corpus's)."""
+    out: dict[str, list[dict]] = {}
+    for category, variants in EDGE_VARIANTS[fmt].items():
+        prompts, truths = load_category(category)
+        rows, i = [], min(start, len(prompts) - len(variants))  # live_relevance has only 16 entries
+        for variant in variants:
+            while True:
+                if i >= len(prompts):
+                    raise ValueError(f"{category}: no entry from {start} on takes edge variant {variant!r}")
+                truth = None if truths is None else truths[i]
+                if is_relevance_or_irrelevance(category):
+                    text = _relevance_edge_text(prompts[i], fmt, variant)
+                else:
+                    try:
+                        gt = groundtruth.ground_truth_output(category, prompts[i], truth, fmt)
+                    except groundtruth.GroundTruthQuirk:
+                        gt = None
+                    if gt is None:
+                        text = None
+                    elif is_multi_turn(category):
+                        text = _multi_turn_edge(gt, variant)
+                    else:
+                        text = _edge_text(gt, fmt, variant)
+                i += 1
+                if text is not None:
+                    break
+            rows.append({"id": prompts[i - 1]["id"], "result": text, "variant": variant, "format": fmt})
+        out[category] = rows
+    return out
 
 
 def write_result_tree(root: str | Path, model_dir_name: str, results: Mapping[str, list[dict]]) -> Path:

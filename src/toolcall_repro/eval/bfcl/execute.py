@@ -6,9 +6,12 @@ that one function, in those two modules only, for `execute_multi_turn_func_call`
 same instance lifetime (one per model, entry and class, kept across turns), same result strings, but a
 call reaches a backend only as `getattr(instance, name)(*args, **kwargs)` with literal arguments.
 
-Model calls arrive as `DecodedCall` (already parsed by `toolcall.parse_tool_calls`); plain strings are
-ground truth from the benchmark files (some use positional arguments), read with `ast.literal_eval` per
-argument. The state and response comparison stays bfcl-eval's own `multi_turn_checker`.
+Model calls arrive as `DecodedCall`: bfcl-eval's own execution text for the decoded call (see decode.py),
+read here with `ast`: literal arguments through `ast.literal_eval`, and a nested call (bfcl writes
+`f(a=g(b=1))` for a decoded `{f: {a: {g: {b: 1}}}}` and its `eval` runs `g` first) dispatched to a backend
+method the same way and its value passed on. Plain strings are ground truth from the benchmark files (some
+use positional arguments): literals only. The state and response comparison stays bfcl-eval's own
+`multi_turn_checker`.
 """
 
 from __future__ import annotations
@@ -35,17 +38,19 @@ class CallSyntaxError(ValueError):
 
 
 class DecodedCall(str):
-    """One parsed model call. The string value is bfcl-eval's execution text, for logs and tool messages."""
-
-    name: str
-    arguments: dict[str, Any]
+    """One decoded model call: its string value is bfcl-eval's execution text (what bfcl would `eval`)."""
 
     def __new__(cls, name: str, arguments: Mapping[str, Any]) -> DecodedCall:
         (text,) = decoded_output_to_execution_list([{name: dict(arguments)}])
-        obj = super().__new__(cls, text)
-        obj.name = name
-        obj.arguments = dict(arguments)
-        return obj
+        return super().__new__(cls, text)
+
+    @classmethod
+    def from_text(cls, text: str) -> DecodedCall:
+        return str.__new__(cls, text)
+
+    @property
+    def spec(self) -> CallSpec:
+        return parse_call_string(self, nested=True)
 
 
 @dataclass(frozen=True)
@@ -66,30 +71,46 @@ def _dotted_name(node: ast.expr) -> str:
     return ".".join(reversed(parts))
 
 
-def parse_call_string(text: str) -> CallSpec:
-    """Read `name(1, 'a', k=[2])` into its parts; arguments must be Python literals (nothing is run)."""
+def _argument(node: ast.expr, text: str, nested: bool) -> Any:
+    if nested and isinstance(node, ast.Call):
+        return _call_spec(node, text, nested)
+    if nested and isinstance(node, ast.Dict) and None not in node.keys:
+        return {
+            ast.literal_eval(k): _argument(v, text, nested)
+            for k, v in zip(node.keys, node.values, strict=True)
+        }
+    return ast.literal_eval(node)
+
+
+def _call_spec(node: ast.Call, text: str, nested: bool) -> CallSpec:
     try:
-        node = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError as e:
-        raise CallSyntaxError(f"not a call: {text!r} ({e.msg})") from None
-    if not isinstance(node, ast.Call):
-        raise CallSyntaxError(f"not a call: {text!r}")
-    try:
-        args = tuple(ast.literal_eval(a) for a in node.args)
+        args = tuple(_argument(a, text, nested) for a in node.args)
         kwargs = {}
         for kw in node.keywords:
             if kw.arg is None:
                 raise CallSyntaxError(f"**kwargs in call: {text!r}")
-            kwargs[kw.arg] = ast.literal_eval(kw.value)
-    except ValueError as e:
+            kwargs[kw.arg] = _argument(kw.value, text, nested)
+    except (ValueError, TypeError, SyntaxError, RecursionError) as e:
         raise CallSyntaxError(f"non-literal argument in {text!r}: {e}") from None
     return CallSpec(_dotted_name(node.func), args, kwargs)
 
 
+def parse_call_string(text: str, nested: bool = False) -> CallSpec:
+    """Read `name(1, 'a', k=[2])` into its parts; arguments are Python literals (nothing is run).
+
+    `nested`: an argument may also be a call (`f(a=g(b=1))`), kept as a CallSpec for the executor.
+    """
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        raise CallSyntaxError(f"not a call: {text[:200]!r} ({e})") from None
+    if not isinstance(node, ast.Call):
+        raise CallSyntaxError(f"not a call: {text[:200]!r}")
+    return _call_spec(node, text, nested)
+
+
 def as_call_spec(call: str) -> CallSpec:
-    if isinstance(call, DecodedCall):
-        return CallSpec(call.name, (), dict(call.arguments))
-    return parse_call_string(call)
+    return call.spec if isinstance(call, DecodedCall) else parse_call_string(call)
 
 
 # (model key, entry id, class name) -> backend instance; bfcl-eval keeps the same in module globals.
@@ -149,16 +170,27 @@ def execute_multi_turn_func_call(
             if not method_name.startswith("_"):
                 method_owner[method_name] = instance  # a later class wins, as in bfcl-eval
 
+    def run(spec: CallSpec) -> Any:
+        if spec.name in FORBIDDEN_NAMES:
+            raise PermissionError(f"Function call {spec.name} is not allowed.")
+        owner = method_owner.get(spec.name)
+        if owner is None:
+            raise NameError(f"name '{spec.name.split('.')[0]}' is not defined")
+        args = [value(a) for a in spec.args]  # nested calls run first, as Python's eval would run them
+        kwargs = {k: value(v) for k, v in spec.kwargs.items()}
+        return getattr(owner, spec.name)(*args, **kwargs)
+
+    def value(v: Any) -> Any:
+        if isinstance(v, CallSpec):
+            return run(v)
+        if isinstance(v, dict) and any(isinstance(x, CallSpec) for x in v.values()):
+            return {k: value(x) for k, x in v.items()}
+        return v
+
     results = []
     for call in func_call_list:
         try:
-            spec = as_call_spec(call)
-            if spec.name in FORBIDDEN_NAMES:
-                raise PermissionError(f"Function call {spec.name} is not allowed.")
-            owner = method_owner.get(spec.name)
-            if owner is None:
-                raise NameError(f"name '{spec.name.split('.')[0]}' is not defined")
-            results.append(_result_text(getattr(owner, spec.name)(*spec.args, **spec.kwargs)))
+            results.append(_result_text(run(as_call_spec(call))))
         except Exception as e:  # noqa: BLE001 - a failing tool call is an observation for the model
             results.append(f"Error during execution: {e}")
     return results, instances

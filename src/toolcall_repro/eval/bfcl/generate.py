@@ -24,6 +24,8 @@ from bfcl_eval.constants.eval_config import POSSIBLE_ANSWER_PATH, PROMPT_PATH
 from bfcl_eval.utils import is_multi_turn, load_dataset_entry
 
 from toolcall_repro.eval.bfcl.aggregate import FORMULAS, SCALE
+from toolcall_repro.eval.bfcl.agreement import KNOWN_DIVERGENCES
+from toolcall_repro.eval.bfcl.decode import DECODER_ID
 from toolcall_repro.eval.bfcl.execute import dispatching_executor, forget_instances
 from toolcall_repro.eval.bfcl.handler import ProtocolQwenHandler, build_handler, register, registry_name_for
 from toolcall_repro.eval.bfcl.score import EXCLUDED_CATEGORIES, INFERENCE_ERROR_PREFIX, check_categories
@@ -178,7 +180,12 @@ def generation_card(
         user_turns="scripted by BFCL (bfcl-eval has no user simulator)",
         harness={
             "handler": "toolcall_repro.eval.bfcl.handler.ProtocolQwenHandler (bfcl QwenHandler subclass)",
-            "parser": f"toolcall_repro.toolcall.parse_tool_calls(fmt={protocol.output_format!r})",
+            "parser": DECODER_ID[protocol.output_format],
+            "known_divergences_from_bfcl": {
+                variant: why
+                for (fmt, variant), why in KNOWN_DIVERGENCES.items()
+                if fmt == protocol.output_format
+            },
             "multi_turn_executor": "toolcall_repro.eval.bfcl.execute (dispatch to backend methods, no eval)",
             "per_query_seed": "sha256(seed, entry id, query index)",
         },

@@ -1,0 +1,189 @@
+"""A held-out benchmark where a tiny model has skill: reserved samples, scored with the training reward.
+
+On the embedded default the tiny model has no skill on BFCL's tools (every BFCL table is a pipeline
+check there), so every protocol study also runs here. The prompts are the *reserve*
+(`data/split.py`): normalised samples in the sources' real schemas whose conversations the warm start
+never saw, minus any conversation that a training set holds (GRPO and format-study models train on
+filter survivors, some of them reserved). Each prompt is rendered by `protocol.render` under the protocol
+being studied (system prompt, output format, template, thinking), sampled once per seed, and scored with
+the multi-turn training reward (`rewards.multi_turn_reward`: calls as exact multisets, no format term) in
+the protocol's output format, so one number means the same thing under every protocol.
+
+    python -m toolcall_repro.eval.heldout --samples N1.parquet ... --exclude T1.parquet ... \
+        --reserve-fraction 0.3 --reserve-seed 0 --per-setting 24 --model DIR --protocol JSON \
+        --seeds 0,1,2 [--variance-seeds 0,1,2,3] --out-dir eval/heldout/<model>/<protocol>
+
+One job per (model, protocol): the prompts are chosen and rendered once and sampled once per seed (a tiny
+model's job is mostly start-up), then `seeds.json` (one score document per seed), `summary.json` (the
+evaluation seeds) and `variance.json` (the seed-variance study's seeds) are written, summarised as BFCL's
+seed files are (`eval.bfcl.summary.summarise_seeds`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from toolcall_repro.configarg import load_config_arg
+from toolcall_repro.data.schema import Sample, read_samples
+from toolcall_repro.data.split import conversation_key, is_reserved, reserve_score
+from toolcall_repro.eval.bfcl.summary import summarise_seeds
+from toolcall_repro.protocol import protocol_card, render
+from toolcall_repro.provenance import atomic_write_json
+from toolcall_repro.rewards import SETTINGS, multi_turn_reward
+
+BENCHMARK = "heldout-reserve"
+FORMULA = {
+    "single_turn": "mean reward over the reserved single-turn prompts",
+    "multi_turn": "mean reward over the reserved multi-turn prompts",
+    "avg": "(single_turn + multi_turn) / 2",
+    "reward": "rewards.multi_turn_reward(output, ground_truth, fmt=protocol.output_format): exact multiset "
+    "of (name, canonical JSON arguments), no format term; 'no call' matches 'no call'",
+}
+
+
+def select_prompts(
+    samples: Sequence[Sample], exclude: Sequence[Sample], fraction: float, seed: int, per_setting: int
+) -> dict[str, list[Sample]]:
+    """Reserved samples whose conversation no excluded (training) sample shares, `per_setting` each.
+
+    Order: by reserve score then id (a seeded, stable order), so a smaller cap is a prefix of a larger one.
+    """
+    if per_setting < 1:
+        raise ValueError(f"per_setting must be >= 1, got {per_setting}")
+    trained = {conversation_key(s) for s in exclude}
+    out: dict[str, list[Sample]] = {}
+    for setting in SETTINGS:
+        pool = [
+            s
+            for s in samples
+            if s.setting == setting and is_reserved(s, fraction, seed) and conversation_key(s) not in trained
+        ]
+        pool.sort(key=lambda s: (reserve_score(conversation_key(s), seed), s.id))
+        if not pool:
+            raise ValueError(f"no reserved {setting} samples outside the training sets")
+        out[setting] = pool[:per_setting]
+    return out
+
+
+def score_outputs(prompts: dict[str, list[Sample]], outputs: dict[str, list], fmt: str) -> dict:
+    """Score documents' `categories` and `summary` from the generations of each setting."""
+    categories = {}
+    for setting, samples in prompts.items():
+        entries, tokens = [], []
+        for sample, gen in zip(samples, outputs[setting], strict=True):
+            reward = multi_turn_reward(gen.text, sample.ground_truth, fmt=fmt)
+            entries.append({"id": sample.id, "valid": reward.score == 1.0, "reason": reward.reason})
+            tokens.append(gen.prompt_tokens)
+        correct = sum(e["valid"] for e in entries)
+        categories[setting] = {
+            "accuracy": correct / len(entries),
+            "correct": correct,
+            "total": len(entries),
+            "mean_input_tokens": sum(tokens) / len(tokens),
+            "entries": entries,
+        }
+    single, multi = categories["single_turn"]["accuracy"], categories["multi_turn"]["accuracy"]
+    all_tokens = [c["mean_input_tokens"] * c["total"] for c in categories.values()]
+    summary = {
+        "single_turn": single,
+        "multi_turn": multi,
+        "avg": (single + multi) / 2,
+        "mean_input_tokens": sum(all_tokens) / sum(c["total"] for c in categories.values()),
+    }
+    return {"categories": categories, "summary": summary}
+
+
+def run(args: argparse.Namespace) -> list[dict]:
+    """One score document per seed (prompts chosen and rendered once, sampled once per seed)."""
+    import torch
+
+    torch.set_num_threads(max(1, args.threads))
+    from toolcall_repro.backends import load_backend
+    from toolcall_repro.eval.acebench.runner import model_sha256, protocol_from_spec
+
+    spec = load_config_arg(args.protocol)
+    protocol, protocol_id = protocol_from_spec(spec, args.seeds[0])
+    samples = [s for p in args.samples for s in read_samples(p)]
+    exclude = [s for p in args.exclude for s in read_samples(p)]
+    prompts = select_prompts(samples, exclude, args.reserve_fraction, args.reserve_seed, args.per_setting)
+    backend = load_backend(args.backend or protocol.backend, args.model, threads=args.threads)
+    tokenizer = getattr(backend, "tokenizer", None)
+    if tokenizer is None:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(args.model)
+    texts = {
+        k: [render(s.messages_list, s.tools_list, protocol, tokenizer) for s in v] for k, v in prompts.items()
+    }
+    prompt_record = {
+        "reserve_fraction": args.reserve_fraction,
+        "reserve_seed": args.reserve_seed,
+        "per_setting": args.per_setting,
+        "ids": {k: [s.id for s in v] for k, v in prompts.items()},
+        "excluded_training_conversations": len({conversation_key(s) for s in exclude}),
+    }
+    model = {"path": str(args.model), "sha256": model_sha256(args.model)}
+    docs = []
+    for seed in args.seeds:
+        protocol, _ = protocol_from_spec(spec, seed)
+        outputs = {}
+        for setting, chosen in texts.items():
+            groups = backend.generate(
+                chosen, 1, temperature=protocol.temperature, top_p=protocol.top_p,
+                max_tokens=protocol.max_tokens, seed=protocol.seed,
+            )  # fmt: skip
+            outputs[setting] = [g[0] for g in groups]
+        card = protocol_card(
+            protocol, tokenizer, benchmark=BENCHMARK, protocol_id=protocol_id, model=model,
+            prompts=prompt_record, aggregation=FORMULA,
+        )  # fmt: skip
+        docs.append({"card": card, **score_outputs(prompts, outputs, protocol.output_format)})
+    return docs
+
+
+def _seeds(text: str) -> list[int]:
+    seeds = [int(x) for x in text.split(",") if x.strip()]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"seeds must be distinct integers, got {text!r}")
+    return seeds
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m toolcall_repro.eval.heldout", description=__doc__)
+    p.add_argument("--samples", nargs="+", required=True, help="normalised sample parquets (the sources)")
+    p.add_argument("--exclude", nargs="*", default=[], help="training sets: their conversations are left out")
+    p.add_argument("--reserve-fraction", type=float, required=True)
+    p.add_argument("--reserve-seed", type=int, required=True)
+    p.add_argument("--per-setting", type=int, required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--protocol", required=True, help="inline JSON or a file (an `id` key is kept)")
+    p.add_argument("--seeds", type=_seeds, required=True, help="evaluation seeds, e.g. 0,1,2")
+    p.add_argument(
+        "--variance-seeds", type=_seeds, default=None, help="seeds of variance.json (default: --seeds)"
+    )
+    p.add_argument("--backend", default=None)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out-dir", required=True, help="writes seeds.json, summary.json and variance.json here")
+    args = p.parse_args(argv)
+    evaluation, variance = args.seeds, args.variance_seeds or args.seeds
+    args.seeds = list(dict.fromkeys([*evaluation, *variance]))  # each seed sampled once
+    try:
+        docs = run(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    by_seed = {d["card"]["seed"]: d for d in docs}
+    out = Path(args.out_dir)
+    atomic_write_json(out / "seeds.json", docs)
+    atomic_write_json(out / "summary.json", summarise_seeds([by_seed[s] for s in evaluation]))
+    atomic_write_json(out / "variance.json", summarise_seeds([by_seed[s] for s in variance]))
+    print(json.dumps({d["card"]["seed"]: d["summary"] for d in docs}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""The held-out reserve benchmark: reserved, untrained conversations; scored with the training reward."""
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from toolcall_repro.data.schema import Sample, write_samples
+from toolcall_repro.data.split import is_reserved
+from toolcall_repro.eval.heldout import main, score_outputs, select_prompts
+from toolcall_repro.toolcall import format_tool_calls
+
+TOOLS = [
+    {"name": "get_weather", "description": "weather", "parameters": {"type": "object", "properties": {}}}
+]
+
+
+def sample(i: int, setting: str = "single_turn") -> Sample:
+    messages = [{"role": "user", "content": f"weather in city {i}?"}]
+    if setting == "multi_turn":
+        messages += [{"role": "assistant", "content": "which day?"}, {"role": "user", "content": "today"}]
+    truth = [{"name": "get_weather", "arguments": {"city": f"c{i}"}}]
+    return Sample.build(id=f"s:{setting}:{i}", source="xlam", setting=setting, tools=TOOLS, messages=messages,
+                        ground_truth=truth)  # fmt: skip
+
+
+@dataclass
+class Gen:
+    text: str
+    prompt_tokens: int = 7
+
+
+def test_selection_takes_only_reserved_untrained_conversations_in_a_stable_order():
+    pool = [sample(i, s) for i in range(60) for s in ("single_turn", "multi_turn")]
+    reserved = [s for s in pool if is_reserved(s, 0.3, 5)]
+    trained = reserved[:4]
+    chosen = select_prompts(pool, trained, 0.3, 5, per_setting=100)
+    picked = [s for v in chosen.values() for s in v]
+    assert picked and all(is_reserved(s, 0.3, 5) for s in picked)
+    assert not {s.id for s in trained} & {s.id for s in picked}
+    assert {s.setting for s in chosen["multi_turn"]} == {"multi_turn"}
+    small = select_prompts(pool, trained, 0.3, 5, per_setting=3)
+    assert [s.id for s in small["single_turn"]] == [s.id for s in chosen["single_turn"][:3]]
+    with pytest.raises(ValueError, match="no reserved"):
+        select_prompts(pool[:1], [], 0.3, 5, per_setting=3)
+
+
+def test_scores_are_the_training_reward_in_the_protocols_format():
+    prompts = {"single_turn": [sample(1), sample(2)], "multi_turn": [sample(3, "multi_turn")]}
+    right = [format_tool_calls(s.ground_truth_list, "python") for s in prompts["single_turn"]]
+    outputs = {"single_turn": [Gen(right[0]), Gen("[get_weather(city='x')]")], "multi_turn": [Gen(right[0])]}
+    doc = score_outputs(prompts, outputs, "python")
+    assert doc["summary"]["single_turn"] == 0.5 and doc["summary"]["multi_turn"] == 0.0
+    assert doc["summary"]["avg"] == 0.25 and doc["summary"]["mean_input_tokens"] == 7
+    assert [e["reason"] for e in doc["categories"]["single_turn"]["entries"]] == ["correct", "wrong_args"]
+    # the same right answer in the other format is a parse failure, not a pass
+    xml = score_outputs(prompts, outputs, "xml_json")
+    assert xml["summary"]["single_turn"] == 0.0
+
+
+def test_cli_scores_a_tiny_model_with_a_card(tmp_path, tiny_model_dir):
+    pool = [sample(i, s) for i in range(40) for s in ("single_turn", "multi_turn")]
+    write_samples(pool, tmp_path / "pool.parquet")
+    protocol = json.dumps({"id": "stronger", "system_prompt": "stronger", "template": "context", "thinking": "drop",
+                           "temperature": 0.7, "top_p": 1.0, "max_tokens": 8, "backend": "transformers"})  # fmt: skip
+    argv = ["--samples", str(tmp_path / "pool.parquet"), "--reserve-fraction", "0.5", "--reserve-seed", "0",
+            "--per-setting", "3", "--model", str(tiny_model_dir), "--protocol", protocol, "--seeds", "1,2",
+            "--variance-seeds", "1,2,3", "--out-dir", str(tmp_path / "out")]  # fmt: skip
+    assert main(argv) == 0
+    docs = json.loads((tmp_path / "out" / "seeds.json").read_text())
+    assert [d["card"]["seed"] for d in docs] == [1, 2, 3]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    variance = json.loads((tmp_path / "out" / "variance.json").read_text())
+    assert summary["seeds"] == [1, 2] and variance["seeds"] == [1, 2, 3]
+    assert set(summary["metrics"]) >= {"single_turn", "multi_turn", "avg", "mean_input_tokens"}
+    doc = docs[0]
+    assert doc["card"]["benchmark"] == "heldout-reserve" and doc["card"]["seed"] == 1
+    assert doc["card"]["protocol_id"] == "stronger" and doc["card"]["template"] == "context"
+    assert len(doc["card"]["prompts"]["ids"]["multi_turn"]) == 3
+    assert set(doc["summary"]) == {"single_turn", "multi_turn", "avg", "mean_input_tokens"}
