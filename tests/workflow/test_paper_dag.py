@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _workflow_helpers import make_workdir, snakemake  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-DOWNLOAD_RULES = {"download_source", "download_model", "download_lm_eval_data"}
+DOWNLOAD_RULES = {"download_source", "download_model", "download_lm_eval_data", "download_acebench"}
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +59,8 @@ def upstream(job, by_output, seen=None):
 def test_every_gpu_job_reads_only_what_local_download_rules_fetched(paper_jobs):
     """Compute nodes may be offline: models, datasets and lm-eval task data come from submit-host rules.
 
-    BFCL's data ships inside bfcl-eval (installed with the env), so it has no download rule. ACEBench's
-    download is checked where it is wired (the integrator adds it to DOWNLOAD_RULES).
+    BFCL's data ships inside bfcl-eval (installed with the env), so it has no download rule; ACEBench's
+    data comes from download_acebench at the pinned commit, upstream of every ACEBench scoring job.
     """
     by_output = producers(paper_jobs)
     assert DOWNLOAD_RULES <= local_rules()
@@ -81,6 +81,11 @@ def test_every_gpu_job_reads_only_what_local_download_rules_fetched(paper_jobs):
         assert "download_model" in fetched, (job.rule, job.name)
         if job.rule == "check_general_capability":
             assert "download_lm_eval_data" in fetched  # MMLU, HellaSwag, TruthfulQA, Winogrande
+        if job.rule == "score_acebench":
+            assert "download_acebench" in fetched, job.name
+    assert any(j.rule == "score_acebench" for j in gpu_jobs)  # ACEBench is in the paper DAG
+    (ace,) = [j for j in paper_jobs if j.rule == "download_acebench"]
+    assert re.search(r"\b[0-9a-f]{40}\b", ace.shell), ace.shell  # at a pinned commit
     for job in (j for j in paper_jobs if j.rule == "download_model"):
         assert "--revision " in job.shell, job.shell  # every hub model at the revision config pins
     lm_eval = [j for j in paper_jobs if j.rule == "download_lm_eval_data"]
