@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from toolcall_repro.analysis.speedup import Curve, speedup_at_matched_accuracy
-from toolcall_repro.rl import speedup_limit
+from toolcall_repro.rl import predicted_speedup
 
 VARIANTS = ("vanilla", "efficient", "filter_only", "downsample_only")
 SETTINGS = ("single_turn", "multi_turn")
@@ -104,7 +104,7 @@ def setting_table(runs: dict[str, dict], config: dict, setting: str, time_key: s
                 "filter_rate": f,
                 "update_share": s["update_share"],
                 "m_over_n": m / n,
-                "limit": speedup_limit(min(f, 0.999), u, m, n),
+                "limit": predicted_speedup(min(f, 0.999), u, m, n),
                 "mixed_first_step": (s.get("first_step_group_fractions") or {}).get("mixed"),
             }
         )

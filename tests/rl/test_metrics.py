@@ -1,6 +1,6 @@
 import pytest
 
-from toolcall_repro.rl import STEP_KEYS, TRANSITION_KEYS, StreakFilter, speedup_limit, step_metrics
+from toolcall_repro.rl import STEP_KEYS, TRANSITION_KEYS, StreakFilter, predicted_speedup, step_metrics
 from toolcall_repro.rl.metrics import full_set_reward, without_timings
 
 TIMINGS = {"gen": 1.0, "update_actor": 2.0, "optimizer": 0.1, "step": 3.2}
@@ -53,13 +53,13 @@ def test_full_set_reward_unknown_and_errors():
         make([])
 
 
-def test_speedup_limit():
-    assert speedup_limit(0.0, 0.5, 8, 8) == 1.0
-    assert speedup_limit(0.5, 0.0, 4, 8) == 2.0
+def test_predicted_speedup():
+    assert predicted_speedup(0.0, 0.5, 8, 8) == 1.0
+    assert predicted_speedup(0.5, 0.0, 4, 8) == 2.0
     # update-only with m = n/2: 1 / (0.5 + 0.25)
-    assert speedup_limit(0.0, 1.0, 4, 8) == 2.0
-    assert speedup_limit(0.2, 0.6, 4, 8) == pytest.approx(1 / (0.8 * 0.4 + 0.8 * 0.6 * 0.5))
+    assert predicted_speedup(0.0, 1.0, 4, 8) == 2.0
+    assert predicted_speedup(0.2, 0.6, 4, 8) == pytest.approx(1 / (0.8 * 0.4 + 0.8 * 0.6 * 0.5))
     with pytest.raises(ValueError):
-        speedup_limit(1.0, 0.5, 4, 8)
+        predicted_speedup(1.0, 0.5, 4, 8)
     with pytest.raises(ValueError):
-        speedup_limit(0.1, 0.5, 9, 8)
+        predicted_speedup(0.1, 0.5, 9, 8)

@@ -134,11 +134,14 @@ def without_timings(metrics: Mapping) -> dict:
     return {k: v for k, v in metrics.items() if k not in TIMING_KEYS}
 
 
-def speedup_limit(filter_rate: float, update_share: float, m: int, n: int) -> float:
-    """Upper bound on the step-time speedup: 1 / ((1-f)(1-u) + (1-f) u m/n).
+def predicted_speedup(filter_rate: float, update_share: float, m: int, n: int) -> float:
+    """Predicted step-time speedup from measured f, u and kept fraction: 1 / ((1-f)(1-u) + (1-f) u m/n).
 
     f = fraction of prompts skipped, u = share of vanilla step time spent in the update,
     m/n = fraction of rollouts kept for the update (1 without down-sampling).
+    A prediction, not a bound: it assumes generation time scales with the prompts generated for and
+    update time with the rows kept; a run can beat it (skipped prompts longer than average, fewer
+    optimizer calls, machine load) or miss it (fixed per-step costs).
     """
     if not (0.0 <= filter_rate < 1.0 and 0.0 <= update_share <= 1.0):
         raise ValueError(f"need 0 <= f < 1 and 0 <= u <= 1, got f={filter_rate}, u={update_share}")
