@@ -6,7 +6,7 @@ reproduced exactly by `toolcall_repro.rl`). Variants differ only in the filter a
 
 One step: take the next batch of the epoch's active set, sample n responses per prompt (prompt KV cache
 shared by the n), score them, update streaks, pick the rows to back-propagate (all n, or m of them),
-compute GRPO advantages, one token-mean clipped update. Checkpoints every `checkpoint_every` steps with
+compute GRPO advantages, a token-mean clipped update in `ppo_mini_batches` optimizer steps. Checkpoints every `checkpoint_every` steps with
 held-out accuracy; `--resume` continues from the newest checkpoint with identical later metrics.
 """
 
@@ -202,6 +202,10 @@ class GRPOTrainer:
             {
                 "actor/pg_loss": upd["loss"],
                 "actor/pg_clipfrac": upd["pg_clipfrac"],
+                "actor/pg_clipfrac_lower": upd["pg_clipfrac_lower"],
+                "actor/pg_clipfrac_later_minibatches": upd["pg_clipfrac_later"],
+                "actor/ppo_kl": upd["ppo_kl"],
+                "actor/optimizer_steps": upd["optimizer_steps"],
                 "actor/grad_norm": upd["grad_norm"],
                 "response_length/mean": gen_tokens / (len(records) * cfg.n),
             }

@@ -85,8 +85,12 @@ def policy_update(
 ) -> dict:
     """Back-propagate `rows` in micro-batches and step the optimizer once per mini-batch.
 
+    With `mini_batches` > 1 (PPO mini-batches, verl's train batch / ppo_mini_batch_size) every mini-batch
+    after the first sees weights that already moved, so the ratio to the rollout's log-probs leaves 1 and
+    the clip range [1 - clip_low, 1 + clip_high] acts; with one mini-batch the ratio is 1 up to float noise.
     Returns timings (`update_s`: forward + backward, `optimizer_s`: clipping + step), the mean loss,
-    the clip fractions and `update_tokens` (prompt + response tokens of all rows).
+    the clip fractions (token-weighted over all mini-batches, and over the mini-batches after the first),
+    the approximate KL to the rollout policy and `update_tokens` (prompt + response tokens of all rows).
     """
     if not rows:
         raise ValueError("policy_update needs at least one row")
@@ -94,7 +98,9 @@ def policy_update(
         raise ValueError("micro_batch_size and mini_batches must be >= 1")
     model.train()
     update_s = optimizer_s = 0.0
-    losses, clipfracs, grad_norms = [], [], []
+    losses, grad_norms = [], []
+    # token-weighted sums: [clipped, clipped-lower (dual clip), kl, tokens] over all / later mini-batches
+    sums = {"all": [0.0, 0.0, 0.0, 0], "later": [0.0, 0.0, 0.0, 0]}
     size = -(-len(rows) // mini_batches)
     for start in range(0, len(rows), size):
         mini = rows[start : start + size]
@@ -119,7 +125,13 @@ def policy_update(
                 loss = loss * len(micro) / len(mini)  # per-micro-batch means -> mini-batch mean
             loss.backward()
             losses.append(loss.item())
-            clipfracs.append(metrics["actor/pg_clipfrac"])
+            tokens = int(mask.sum())
+            for key in ("all", "later") if start > 0 else ("all",):
+                acc = sums[key]
+                acc[0] += metrics["actor/pg_clipfrac"] * tokens
+                acc[1] += metrics["actor/pg_clipfrac_lower"] * tokens
+                acc[2] += metrics["actor/ppo_kl"] * tokens
+                acc[3] += tokens
         t1 = time.perf_counter()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip if grad_clip else float("inf"))
         grad_norms.append(float(norm))
@@ -128,11 +140,18 @@ def policy_update(
         t2 = time.perf_counter()
         update_s += t1 - t0
         optimizer_s += t2 - t1
+    def share(key: str, i: int) -> float | None:
+        return sums[key][i] / sums[key][3] if sums[key][3] else None
+
     return {
         "update_s": update_s,
         "optimizer_s": optimizer_s,
         "loss": float(sum(losses)),
-        "pg_clipfrac": float(sum(clipfracs) / len(clipfracs)),
+        "pg_clipfrac": share("all", 0),
+        "pg_clipfrac_lower": share("all", 1),
+        "ppo_kl": share("all", 2),
+        "pg_clipfrac_later": share("later", 0),  # None with one mini-batch
+        "optimizer_steps": len(grad_norms),
         "grad_norm": float(sum(grad_norms) / len(grad_norms)),
         "update_tokens": sum(r.num_tokens for r in rows),
     }
