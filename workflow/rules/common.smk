@@ -242,6 +242,22 @@ def training_summaries():
     return [R("train", s, v, "summary.json") for s, v in training_runs()]
 
 
+def efficiency_summaries():
+    """Every run of the efficiency experiment: train.efficiency.runs, seed train.seed at the plain path."""
+    spec = config["train"].get("efficiency") or {}
+    out = []
+    for setting, variants in sorted((spec.get("runs") or {}).items()):
+        for variant, seeds in sorted(variants.items()):
+            for seed in seeds:
+                if seed == config["train"]["seed"]:
+                    out.append(R("train", setting, variant, "summary.json"))
+                else:
+                    out.append(
+                        R("train", setting, variant, f"seed{seed}", "summary.json")
+                    )
+    return out
+
+
 # --- evaluation ---------------------------------------------------------------------------------------
 
 

@@ -193,7 +193,8 @@ def test_config_accepts_the_workflow_shape(make_config):
 def test_ppo_mini_batches_move_the_ratio_so_the_clip_acts():
     rows = _rows(tiny_model(), 0.0)
     rows = [
-        UpdateRow(r.prompt_ids, r.response_ids, r.old_log_probs, float(1 - 2 * (i % 2))) for i, r in enumerate(rows)
+        UpdateRow(r.prompt_ids, r.response_ids, r.old_log_probs, float(1 - 2 * (i % 2)))
+        for i, r in enumerate(rows)
     ]
 
     def update(mini_batches):

@@ -39,6 +39,7 @@ from toolcall_repro.engines.local.rollout import sample_groups
 from toolcall_repro.engines.local.update import UpdateRow, policy_update
 from toolcall_repro.rewards import reward_for_setting
 from toolcall_repro.rl import StreakFilter, group_advantages, select_subset, step_metrics
+from toolcall_repro.rl.metrics import epoch_report
 
 
 @dataclass
@@ -81,10 +82,10 @@ def _decode(tokenizer, ids) -> str:
     return tokenizer.decode(ids, skip_special_tokens=False)
 
 
-def heldout_accuracy(
+def heldout_scores(
     model, tokenizer, records: list[PromptRecord], reward_fn, cfg: GRPOConfig
-) -> float | None:
-    """Greedy-decoding accuracy (mean reward) on the held-out prompts; None without any."""
+) -> list[float] | None:
+    """Greedy-decoding reward of each held-out prompt, in order; None without any."""
     if not records:
         return None
     scores = []
@@ -101,8 +102,16 @@ def heldout_accuracy(
             pad_id=tokenizer.pad_token_id,
         )
         for r, group in zip(chunk, groups, strict=True):
-            scores.append(reward_fn(_decode(tokenizer, group[0].response_ids), r.ground_truth).score)
-    return float(np.mean(scores))
+            scores.append(float(reward_fn(_decode(tokenizer, group[0].response_ids), r.ground_truth).score))
+    return scores
+
+
+def heldout_accuracy(
+    model, tokenizer, records: list[PromptRecord], reward_fn, cfg: GRPOConfig
+) -> float | None:
+    """Greedy-decoding accuracy (mean reward) on the held-out prompts; None without any."""
+    scores = heldout_scores(model, tokenizer, records, reward_fn, cfg)
+    return None if scores is None else float(np.mean(scores))
 
 
 class GRPOTrainer:
@@ -216,13 +225,15 @@ class GRPOTrainer:
     def evaluate(self) -> None:
         st = self.state
         t0 = time.perf_counter()
-        acc = heldout_accuracy(self.model, self.tokenizer, self.heldout, self.reward_fn, self.cfg)
+        scores = heldout_scores(self.model, self.tokenizer, self.heldout, self.reward_fn, self.cfg)
         st.eval_s += time.perf_counter() - t0
         st.curve.append(
             {
                 "step": st.step,
                 "epoch": st.epoch,
-                "heldout_accuracy": acc,
+                "heldout_accuracy": None if scores is None else float(np.mean(scores)),
+                # per prompt, in held-out order (summary.json: heldout_ids): paired intervals need them
+                "heldout_outcomes": scores,
                 "time/cumulative_s": st.cumulative_s,
                 "time/cumulative_device_s": st.cumulative_device_s,
             }
@@ -293,6 +304,7 @@ class GRPOTrainer:
             "epochs": st.epoch,
             "train_prompts": len(self.train),
             "heldout_prompts": len(self.heldout),
+            "heldout_ids": [r.id for r in self.heldout],
             "dropped": dropped,
             "heldout_accuracy": {
                 "initial": accs[0],
@@ -309,6 +321,8 @@ class GRPOTrainer:
             }
             if m
             else None,
+            # the regime: group types of each whole epoch, filter counts, coverage, transition matrix
+            "epochs_report": epoch_report(m),
             "time/cumulative_s": st.cumulative_s,
             "time/cumulative_device_s": st.cumulative_device_s,
             "time/eval_s": st.eval_s,

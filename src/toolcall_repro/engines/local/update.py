@@ -140,6 +140,7 @@ def policy_update(
         t2 = time.perf_counter()
         update_s += t1 - t0
         optimizer_s += t2 - t1
+
     def share(key: str, i: int) -> float | None:
         return sums[key][i] / sums[key][3] if sums[key][3] else None
 
