@@ -7,8 +7,10 @@ if config["model"]["base"] == "tiny":
         input:
             samples=expand(R("data", "normalised", "{source}.parquet"), source=SOURCES),
         output:
+            **early_model_output(),
             model=directory(R("models", "base")),
             manifest=manifest("warmstart_base_model"),
+            # model.tiny.early_step: the same run's earlier weights, a filter policy weaker than the RL start
         log:
             R("logs", "warmstart_base_model.log"),
         benchmark:
@@ -39,6 +41,9 @@ if config["model"]["base"] == "tiny":
             # torch threads from config, not {threads}: --cores 1 would scale {threads} down and change
             # the float sums, hence the weights
             torch_threads=WARMSTART_THREADS,
+            early=lambda w, output: (
+                f"--early-out {output.early}" if "early" in output.keys() else ""
+            ),
         shell:
             "python -m toolcall_repro.provenance run --rule warmstart_base_model --manifest {output.manifest:q}"
             " --config {params.record:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
@@ -46,7 +51,7 @@ if config["model"]["base"] == "tiny":
             " python -m toolcall_repro.engines.local.warmstart --train {input.samples}"
             " --out {output.model} --config {params.cfg:q} --seed {params.seed}"
             " --reserve-fraction {params.reserve} --reserve-seed {params.reserve_seed}"
-            " --threads {params.torch_threads} > {log} 2>&1"
+            " --threads {params.torch_threads} {params.early} > {log} 2>&1"
 
 
 # Paper scale: hub models (base, per-setting policies, the multi-turn filter model) are snapshotted into
