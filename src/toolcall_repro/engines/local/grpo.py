@@ -156,7 +156,7 @@ class GRPOTrainer:
             generator=generator,
             share_prefix=cfg.share_prefix,
         )
-        gen_s = time.perf_counter() - wall0
+        gen_s, gen_cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
         rewards = [
             [self.reward_fn(_decode(tok, ro.response_ids), r.ground_truth).score for ro in group]
             for r, group in zip(records, groups, strict=True)
@@ -209,6 +209,10 @@ class GRPOTrainer:
         )
         line.update(
             {
+                "timing_cpu_s/gen": gen_cpu_s,
+                "timing_cpu_s/update_actor": upd["update_cpu_s"],
+                "timing_cpu_s/optimizer": upd["optimizer_cpu_s"],
+                "timing_cpu_s/step": cpu_s,
                 "actor/pg_loss": upd["loss"],
                 "actor/pg_clipfrac": upd["pg_clipfrac"],
                 "actor/pg_clipfrac_lower": upd["pg_clipfrac_lower"],

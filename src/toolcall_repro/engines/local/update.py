@@ -97,7 +97,7 @@ def policy_update(
     if micro_batch_size < 1 or mini_batches < 1:
         raise ValueError("micro_batch_size and mini_batches must be >= 1")
     model.train()
-    update_s = optimizer_s = 0.0
+    update_s = optimizer_s = update_cpu_s = optimizer_cpu_s = 0.0
     losses, grad_norms = [], []
     # token-weighted sums: [clipped, clipped-lower (dual clip), kl, tokens] over all / later mini-batches
     sums = {"all": [0.0, 0.0, 0.0, 0], "later": [0.0, 0.0, 0.0, 0]}
@@ -105,7 +105,7 @@ def policy_update(
     for start in range(0, len(rows), size):
         mini = rows[start : start + size]
         batch_tokens = sum(len(r.response_ids) for r in mini)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for m0 in range(0, len(mini), micro_batch_size):
             micro = mini[m0 : m0 + micro_batch_size]
             logp, mask = response_log_probs(model, micro, temperature, pad_id)
@@ -132,14 +132,16 @@ def policy_update(
                 acc[1] += metrics["actor/pg_clipfrac_lower"] * tokens
                 acc[2] += metrics["actor/ppo_kl"] * tokens
                 acc[3] += tokens
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip if grad_clip else float("inf"))
         grad_norms.append(float(norm))
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), time.process_time()
         update_s += t1 - t0
         optimizer_s += t2 - t1
+        update_cpu_s += c1 - c0
+        optimizer_cpu_s += c2 - c1
 
     def share(key: str, i: int) -> float | None:
         return sums[key][i] / sums[key][3] if sums[key][3] else None
@@ -147,6 +149,8 @@ def policy_update(
     return {
         "update_s": update_s,
         "optimizer_s": optimizer_s,
+        "update_cpu_s": update_cpu_s,  # CPU seconds of this process (all its threads): resists other load
+        "optimizer_cpu_s": optimizer_cpu_s,
         "loss": float(sum(losses)),
         "pg_clipfrac": share("all", 0),
         "pg_clipfrac_lower": share("all", 1),
