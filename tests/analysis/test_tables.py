@@ -79,8 +79,8 @@ def test_speedup_table_on_constructed_runs(run_dir):
     assert eff["baseline_time_h"] == pytest.approx(3.0) and eff["time_to_target_h"] == pytest.approx(1.5)
     assert eff["speedup"] == pytest.approx(2.0) and math.isnan(eff["speedup_std"])  # one seed: no spread
     assert eff["filter_rate"] == pytest.approx(0.25) and eff["kept_fraction"] == pytest.approx(0.5)
-    # limit: f from the efficient run, u = 3/4 from vanilla, m/n = 4/8
-    assert eff["speedup_limit"] == pytest.approx(1 / (0.75 * 0.25 + 0.75 * 0.75 * 0.5))
+    # predicted: f from the efficient run, u = 3/4 from vanilla, m/n = 4/8
+    assert eff["predicted_speedup"] == pytest.approx(1 / (0.75 * 0.25 + 0.75 * 0.75 * 0.5))
     assert t.frame.set_index("variant").loc["vanilla", "update_share"] == pytest.approx(0.75)
 
 

@@ -1,10 +1,12 @@
+import math
+
 import numpy as np
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolcall_repro.rl import group_advantages, group_type, group_type_fractions
+from toolcall_repro.rl import group_advantages, group_type, group_type_fractions, max_variance_subset
 
 rewards_st = st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=1, max_size=16)
 
@@ -84,3 +86,21 @@ def test_group_types_and_fractions():
     f = group_type_fractions([[1, 1], [0, 0], [0, 1], [1, 0]])
     assert f == {"all_correct": 0.25, "all_wrong": 0.25, "mixed": 0.5}
     assert all(np.isnan(v) for v in group_type_fractions([]).values())
+
+
+@pytest.mark.parametrize(
+    "successes, group_sum",
+    [(1, math.sqrt(2)), (2, 2.160247), (3, 0.966092), (4, 0.0), (6, -2.160247), (7, -math.sqrt(2))],
+)
+def test_downsampled_advantages_sum_to_zero_only_with_subset_scope(successes, group_sum):
+    # n = 8, m = 4, max-variance subset. With scope "group" the kept advantages are normalised by all 8
+    # rewards and do not sum to 0: 1 success keeps rewards (1, 0, 0, 0); mean 1/8, unbiased std
+    # sqrt(1/8) = 0.35355; kept sum (7/8 - 3 * 1/8) / 0.35355 = sqrt(2): a net push on the kept rows'
+    # likelihood that vanilla GRPO (sum over all n = 0) does not have. Scope "subset" sums to 0.
+    rewards = [1.0] * successes + [0.0] * (8 - successes)
+    kept = max_variance_subset(rewards, 4)
+    group, _ = group_advantages(rewards, "group", kept)
+    subset, _ = group_advantages(rewards, "subset", kept)
+    assert group.sum() == pytest.approx(group_sum, abs=1e-5)
+    assert subset.sum() == pytest.approx(0.0, abs=1e-9)
+    assert group_advantages(rewards, "group")[0].sum() == pytest.approx(0.0, abs=1e-9)  # vanilla

@@ -1,6 +1,6 @@
 import pytest
 
-from toolcall_repro.rl import STEP_KEYS, TRANSITION_KEYS, StreakFilter, speedup_limit, step_metrics
+from toolcall_repro.rl import STEP_KEYS, TRANSITION_KEYS, StreakFilter, predicted_speedup, step_metrics
 from toolcall_repro.rl.metrics import full_set_reward, without_timings
 
 TIMINGS = {"gen": 1.0, "update_actor": 2.0, "optimizer": 0.1, "step": 3.2}
@@ -53,13 +53,44 @@ def test_full_set_reward_unknown_and_errors():
         make([])
 
 
-def test_speedup_limit():
-    assert speedup_limit(0.0, 0.5, 8, 8) == 1.0
-    assert speedup_limit(0.5, 0.0, 4, 8) == 2.0
+def test_predicted_speedup():
+    assert predicted_speedup(0.0, 0.5, 8, 8) == 1.0
+    assert predicted_speedup(0.5, 0.0, 4, 8) == 2.0
     # update-only with m = n/2: 1 / (0.5 + 0.25)
-    assert speedup_limit(0.0, 1.0, 4, 8) == 2.0
-    assert speedup_limit(0.2, 0.6, 4, 8) == pytest.approx(1 / (0.8 * 0.4 + 0.8 * 0.6 * 0.5))
+    assert predicted_speedup(0.0, 1.0, 4, 8) == 2.0
+    assert predicted_speedup(0.2, 0.6, 4, 8) == pytest.approx(1 / (0.8 * 0.4 + 0.8 * 0.6 * 0.5))
     with pytest.raises(ValueError):
-        speedup_limit(1.0, 0.5, 4, 8)
+        predicted_speedup(1.0, 0.5, 4, 8)
     with pytest.raises(ValueError):
-        speedup_limit(0.1, 0.5, 9, 8)
+        predicted_speedup(0.1, 0.5, 9, 8)
+
+
+def test_epoch_report_weights_steps_by_their_groups_and_keeps_the_filter_counts():
+    from toolcall_repro.rl.metrics import epoch_report
+
+    def line(epoch, groups, skipped):
+        return {
+            **step_metrics(
+                step=1,
+                epoch=epoch,
+                groups=groups,
+                filter_stats={"skipped": skipped, "active": 4, "coverage": 4 / (4 + skipped)},
+                skipped_reward_mean=1.0,
+                gen_tokens=1,
+                update_tokens=1,
+                total_num_tokens=2,
+                gen_rows=2 * len(groups),
+                update_rows=2 * len(groups),
+                timings={"gen": 1.0, "update_actor": 1.0, "optimizer": 0.0, "step": 2.0},
+                cumulative_s=0.0,
+                cumulative_device_s=0.0,
+            ),
+        }
+
+    ac, aw, mx = [1.0, 1.0], [0.0, 0.0], [1.0, 0.0]
+    # epoch 0: a step of 3 groups (2 all-correct, 1 mixed) and a step of 1 (all-wrong): 4 groups in all
+    rep = epoch_report([line(0, [ac, ac, mx], 0), line(0, [aw], 0), line(1, [mx, mx], 2)])
+    assert [r["groups"] for r in rep] == [4, 2]
+    assert (rep[0]["all_correct_frac"], rep[0]["all_wrong_frac"], rep[0]["mixed_frac"]) == (0.5, 0.25, 0.25)
+    assert rep[1]["mixed_frac"] == 1.0 and rep[1]["skipped"] == 2 and rep[1]["coverage"] == 4 / 6
+    assert rep[0]["steps"] == 2 and "all_wrong_streak_ge_k" in rep[0]

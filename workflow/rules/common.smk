@@ -184,6 +184,16 @@ def model_path(name):
     return name if os.path.isdir(name) else hub_model_dir(name)
 
 
+def early_model_output():
+    """The warm start's earlier snapshot, when model.tiny.early_step asks for one."""
+    tiny = config["model"].get("tiny") or {}
+    return (
+        {"early": directory(R("models", "base_early"))}
+        if tiny.get("early_step")
+        else {}
+    )
+
+
 def base_model_dir():
     base = config["model"]["base"]
     return R("models", "base") if base == "tiny" else model_path(base)
@@ -200,7 +210,8 @@ def final_model_dir(dataset, variant):
 def filter_policy_dir(setting):
     """The policy whose rollouts filter the data (config model.filter_policy).
 
-    base: the base model (the warm-started tiny model on the embedded default); train: the paper's
+    base: the base model (the warm-started tiny model on the embedded default); early: the tiny model's
+    warm start at model.tiny.early_step (weaker than the RL start, as the paper's filter policy); train: the paper's
     policy, GRPO-trained 80 steps on Tool-N1's data (xLAM + ToolACE pooled, unfiltered); else a path
     or hub id. Multi-turn filtering uses model.filter_policy_multi_turn (the paper's "stronger model").
     """
@@ -208,6 +219,8 @@ def filter_policy_dir(setting):
     policy = config["model"].get(key) or config["model"].get("filter_policy", "base")
     if policy == "base":
         return base_model_dir()
+    if policy == "early":  # the tiny model's warm start at model.tiny.early_step
+        return R("models", "base_early")
     if policy == "train":
         return final_model_dir("tooln1", "vanilla")
     return model_path(policy)
@@ -272,6 +285,22 @@ def training_runs():
 
 def training_summaries():
     return [R("train", s, v, "summary.json") for s, v in training_runs()]
+
+
+def efficiency_summaries():
+    """Every run of the efficiency experiment: train.efficiency.runs, seed train.seed at the plain path."""
+    spec = config["train"].get("efficiency") or {}
+    out = []
+    for setting, variants in sorted((spec.get("runs") or {}).items()):
+        for variant, seeds in sorted(variants.items()):
+            for seed in seeds:
+                if seed == config["train"]["seed"]:
+                    out.append(R("train", setting, variant, "summary.json"))
+                else:
+                    out.append(
+                        R("train", setting, variant, f"seed{seed}", "summary.json")
+                    )
+    return out
 
 
 # --- evaluation ---------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ rule filter_single_turn:
         seeds=as_json({"filter": subtree("filter", "seed")}),
         seed=subtree("filter", "seed"),
         backend=config["engines"]["generation"],
+        torch_threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
     shell:
         "python -m toolcall_repro.provenance run --rule filter_single_turn --manifest {output.manifest:q}"
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
@@ -45,7 +46,7 @@ rule filter_single_turn:
         " python -m toolcall_repro.data.filters single-turn --inputs {input.samples}"
         " --policy {input.policy} --backend {params.backend} --config {params.cfg:q}"
         " --seed {params.seed} --out-train {output.train} --out-heldout {output.heldout}"
-        " --report {output.report} --threads {threads} > {log} 2>&1"
+        " --report {output.report} --threads {params.torch_threads} > {log} 2>&1"
 
 
 rule filter_multi_turn:
@@ -76,6 +77,7 @@ rule filter_multi_turn:
         seeds=as_json({"filter": subtree("filter", "seed")}),
         seed=subtree("filter", "seed"),
         backend=config["engines"]["generation"],
+        torch_threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
     shell:
         "python -m toolcall_repro.provenance run --rule filter_multi_turn --manifest {output.manifest:q}"
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
@@ -83,7 +85,7 @@ rule filter_multi_turn:
         " python -m toolcall_repro.data.filters multi-turn --inputs {input.samples}"
         " --policy {input.policy} --backend {params.backend} --config {params.cfg:q}"
         " --seed {params.seed} --out-train {output.train} --out-heldout {output.heldout}"
-        " --report {output.report} --threads {threads} > {log} 2>&1"
+        " --report {output.report} --threads {params.torch_threads} > {log} 2>&1"
 
 
 rule subset_format_study:

@@ -7,8 +7,10 @@ if config["model"]["base"] == "tiny":
         input:
             samples=expand(R("data", "normalised", "{source}.parquet"), source=SOURCES),
         output:
+            **early_model_output(),
             model=directory(R("models", "base")),
             manifest=manifest("warmstart_base_model"),
+            # model.tiny.early_step: the same run's earlier weights, a filter policy weaker than the RL start
         log:
             R("logs", "warmstart_base_model.log"),
         benchmark:
@@ -24,6 +26,7 @@ if config["model"]["base"] == "tiny":
                 {
                     "model.tiny": subtree("model", "tiny"),
                     "filter.reserve_fraction": subtree("filter", "reserve_fraction"),
+                    "engines.warmstart_threads": WARMSTART_THREADS,
                 }
             ),
             seeds=as_json(
@@ -35,6 +38,12 @@ if config["model"]["base"] == "tiny":
             seed=subtree("model", "tiny", "seed"),
             reserve=subtree("filter", "reserve_fraction"),
             reserve_seed=subtree("filter", "seed"),
+            # torch threads from config, not {threads}: --cores 1 would scale {threads} down and change
+            # the float sums, hence the weights
+            torch_threads=WARMSTART_THREADS,
+            early=lambda w, output: (
+                f"--early-out {output.early}" if "early" in output.keys() else ""
+            ),
         shell:
             "python -m toolcall_repro.provenance run --rule warmstart_base_model --manifest {output.manifest:q}"
             " --config {params.record:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
@@ -42,7 +51,7 @@ if config["model"]["base"] == "tiny":
             " python -m toolcall_repro.engines.local.warmstart --train {input.samples}"
             " --out {output.model} --config {params.cfg:q} --seed {params.seed}"
             " --reserve-fraction {params.reserve} --reserve-seed {params.reserve_seed}"
-            " --threads {threads} > {log} 2>&1"
+            " --threads {params.torch_threads} {params.early} > {log} 2>&1"
 
 
 # Paper scale: hub models (base, per-setting policies, the multi-turn filter model) are snapshotted into
@@ -110,12 +119,87 @@ rule train_grpo:
         verl=as_json(VERL),
         gpus=VERL["nodes"] * VERL["gpus_per_node"],
         launcher=os.path.join("workflow", "scripts", "verl", "launch_verl.sh"),
+        torch_threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
     shell:
         "python -m toolcall_repro.provenance run --rule train_grpo --manifest {output.manifest:q}"
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
         " --gpus {params.gpus} --"
         " python -m toolcall_repro.engines.train --engine {params.engine} --train {input.train}"
         " --heldout {input.heldout} --base {input.base} --config {params.cfg:q}"
-        " --out {params.out_dir} --seed {params.seed} --threads {threads}"
+        " --out {params.out_dir} --seed {params.seed} --threads {params.torch_threads}"
         " --nodes {resources.nodes} --verl {params.verl:q} --verl-launcher {params.launcher}"
         " > {log} 2>&1"
+
+
+# The efficiency experiment: the same training rule at other seeds (train.efficiency.runs); seed
+# train.seed is the run above, so every seed of a variant shares one held-out set and one start.
+use rule train_grpo as train_grpo_seed with:
+    output:
+        metrics=R("train", "{dataset}", "{variant}", "seed{seed}", "metrics.jsonl"),
+        curve=R("train", "{dataset}", "{variant}", "seed{seed}", "curve.jsonl"),
+        summary=R("train", "{dataset}", "{variant}", "seed{seed}", "summary.json"),
+        final=directory(R("train", "{dataset}", "{variant}", "seed{seed}", "final")),
+        manifest=manifest("train_grpo", "{dataset}-{variant}-seed{seed}"),
+    log:
+        R("logs", "train_grpo", "{dataset}-{variant}-seed{seed}.log"),
+    benchmark:
+        R("benchmarks", "train_grpo", "{dataset}-{variant}-seed{seed}.tsv")
+    params:
+        cfg=lambda w: as_json(run_config(w.dataset, w.variant)),
+        seeds=lambda w: as_json({"train": int(w.seed)}),
+        seed=lambda w: int(w.seed),
+        engine=config["engines"]["training"],
+        out_dir=lambda w, output: os.path.dirname(output.summary),
+        verl=as_json(VERL),
+        gpus=VERL["nodes"] * VERL["gpus_per_node"],
+        launcher=os.path.join("workflow", "scripts", "verl", "launch_verl.sh"),
+        torch_threads=THREADS,
+
+
+localrules:
+    report_efficiency,
+    efficiency,
+
+
+# The efficiency report: time to vanilla's peak with intervals, the noise floor, non-inferiority,
+# per-epoch group types and costs, figures; its own target so it runs without the evaluation stage.
+rule report_efficiency:
+    input:
+        training=efficiency_summaries(),
+    output:
+        index=report(
+            R("efficiency", "index.md"),
+            caption="../report/tables.rst",
+            category="Efficiency",
+        ),
+        manifest=manifest("report_efficiency"),
+    log:
+        R("logs", "report_efficiency.log"),
+    benchmark:
+        R("benchmarks", "report_efficiency.tsv")
+    conda:
+        "../envs/cpu.yaml"
+    threads: 1
+    resources:
+        gpu=0,
+    params:
+        cfg=as_json(
+            {
+                "efficiency": config["train"].get("efficiency") or {},
+                "variants": subtree("train", "variants"),
+            }
+        ),
+        seeds=as_json({}),
+        run_dir=lambda w, output: os.path.dirname(os.path.dirname(output.index)),
+        out_dir=lambda w, output: os.path.dirname(output.index),
+    shell:
+        "python -m toolcall_repro.provenance run --rule report_efficiency --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.analysis efficiency --run-dir {params.run_dir}"
+        " --config {params.cfg:q} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule efficiency:
+    input:
+        R("efficiency", "index.md"),

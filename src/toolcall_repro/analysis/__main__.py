@@ -1,4 +1,4 @@
-"""CLI: `python -m toolcall_repro.analysis {tables,figures} --run-dir results/<run> --out-dir DIR [--config JSON|FILE]`."""
+"""CLI: `python -m toolcall_repro.analysis {tables,figures,efficiency} --run-dir results/<run> --out-dir DIR [--config JSON|FILE]`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from toolcall_repro.configarg import load_config_arg
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m toolcall_repro.analysis")
-    p.add_argument("what", choices=["tables", "figures"])
+    p.add_argument("what", choices=["tables", "figures", "efficiency"])
     p.add_argument("--run-dir", required=True, help="results/<run_id>")
     p.add_argument("--out-dir", required=True, help="where the CSV/MD or PNG/PDF files and index.md go")
     p.add_argument(
@@ -23,6 +23,12 @@ def main(argv: list[str] | None = None) -> int:
     from toolcall_repro.analysis import report
 
     cfg = load_config_arg(args.config)
+    if args.what == "efficiency":  # the efficiency experiment's own report (target `efficiency`)
+        from toolcall_repro.analysis.efficiency_report import write_report
+
+        written = write_report(args.run_dir, args.out_dir, cfg)
+        print(f"wrote {len(written)} files to {args.out_dir}")
+        return 0
     res = report.RunResults(args.run_dir)
     built = report.build_tables(res, cfg)
     if args.what == "tables":

@@ -1,11 +1,15 @@
 """Speedup at matched accuracy: the one definition every table and figure uses.
 
 A run is a learning curve: held-out accuracy at checkpoints against cumulative (device) time.
-The target accuracy is the lowest of the compared runs' best accuracies (so the slower run reaches it
-at its best) unless a target is configured. Each run's time to target is the first time the curve
-reaches it, linearly interpolated between the two checkpoints that bracket it. The speedup of a
-candidate over a baseline is baseline time / candidate time. A run that never reaches the target has
-no time (None), and no ratio is made from it.
+The target accuracy is the baseline's peak held-out accuracy (PODS, arXiv 2504.13818: the time the
+baseline needs to reach its peak, against the time the candidate needs to reach the same accuracy)
+unless a target is configured. Each run's time to target is the first time the curve reaches it,
+linearly interpolated between the two checkpoints that bracket it. The speedup of a candidate over a
+baseline is baseline time / candidate time. A candidate that never reaches the target has no time
+(None): "not reached", and no ratio is made from it.
+
+With per-prompt outcomes at every checkpoint (`OutcomeCurve`) the estimate gets a bootstrap interval
+over prompts and seeds (`peak_speedup`): the same resampled prompts for every run and checkpoint.
 """
 
 from __future__ import annotations
@@ -16,15 +20,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from toolcall_repro.rl.metrics import speedup_limit
+from toolcall_repro.rl.metrics import predicted_speedup
 
 __all__ = [
     "Curve",
     "SeedSpeedup",
     "Speedup",
+    "OutcomeCurve",
+    "PeakSpeedup",
     "matched_target",
+    "peak_speedup",
     "speedup_at_matched_accuracy",
-    "speedup_limit",
+    "predicted_speedup",
     "speedup_over_seeds",
     "time_to_accuracy",
 ]
@@ -71,13 +78,12 @@ def time_to_accuracy(curve: Curve, target: float) -> float | None:
     return None
 
 
-def matched_target(curves: Sequence[Curve], target: float | None = None) -> float:
-    """The configured target, else the lowest best accuracy among the curves."""
-    if target is not None:
-        return float(target)
-    if not curves:
-        raise ValueError("no curves to match")
-    return min(c.best for c in curves)
+def matched_target(baseline: Curve, target: float | None = None) -> float:
+    """The configured target, else the baseline's peak held-out accuracy (PODS: time to the baseline's peak).
+
+    Never the lower of the two runs' bests: a weaker candidate would then set the bar for itself.
+    """
+    return float(target) if target is not None else baseline.best
 
 
 def _ratio(baseline_time: float | None, candidate_time: float | None) -> float | None:
@@ -92,11 +98,17 @@ class Speedup:
     target: float
     baseline_time: float | None
     candidate_time: float | None
-    ratio: float | None  # baseline_time / candidate_time; None when either never reached the target
+    ratio: float | None  # baseline_time / candidate_time; None when the candidate never reached the target
+
+    @property
+    def at_start(self) -> bool:
+        """The target is met at the first checkpoint by both runs: training never beat the start."""
+        return self.baseline_time == 0 and self.candidate_time == 0
 
 
 def speedup_at_matched_accuracy(baseline: Curve, candidate: Curve, target: float | None = None) -> Speedup:
-    tgt = matched_target([baseline, candidate], target)
+    """Time for the baseline to reach its peak over time for the candidate to reach the same accuracy."""
+    tgt = matched_target(baseline, target)
     tb, tc = time_to_accuracy(baseline, tgt), time_to_accuracy(candidate, tgt)
     return Speedup(tgt, tb, tc, _ratio(tb, tc))
 
@@ -105,7 +117,7 @@ def speedup_at_matched_accuracy(baseline: Curve, candidate: Curve, target: float
 class SeedSpeedup:
     """Speedup over paired seeds: one common target, a ratio per seed, and its spread."""
 
-    target: float
+    target: float  # the configured target, else the mean over seeds of each baseline's peak
     per_seed: dict[int, Speedup]
     mean: float | None
     std: float | None  # sample std (ddof=1) over seeds with a ratio; None with fewer than two
@@ -123,15 +135,15 @@ def speedup_over_seeds(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> SeedSpeedup:
-    """Pair runs by seed; the target is common to all runs (lowest best accuracy unless configured)."""
+    """Pair runs by seed; each pair's target is its baseline's peak unless a target is configured."""
     seeds = sorted(set(baseline) & set(candidate))
     unpaired = sorted(set(baseline) ^ set(candidate))
     if unpaired:
         raise ValueError(f"seeds {unpaired} have a run on one side only")
     if not seeds:
         raise ValueError("no seeds to compare")
-    tgt = matched_target([*(baseline[s] for s in seeds), *(candidate[s] for s in seeds)], target)
-    per_seed = {s: speedup_at_matched_accuracy(baseline[s], candidate[s], tgt) for s in seeds}
+    per_seed = {s: speedup_at_matched_accuracy(baseline[s], candidate[s], target) for s in seeds}
+    tgt = float(np.mean([r.target for r in per_seed.values()]))
     ratios = np.array([r.ratio for r in per_seed.values() if r.ratio is not None], dtype=float)
     missed = [s for s, r in per_seed.items() if r.ratio is None]
     mean = float(ratios.mean()) if ratios.size else None
@@ -143,3 +155,107 @@ def speedup_over_seeds(
         alpha = (1.0 - confidence) / 2
         lo, hi = (float(x) for x in np.quantile(means, [alpha, 1.0 - alpha]))
     return SeedSpeedup(tgt, per_seed, mean, std, lo, hi, missed)
+
+
+# --- per-prompt outcomes: the same estimator with a bootstrap interval over prompts and seeds -------------
+@dataclass(frozen=True)
+class OutcomeCurve:
+    """Per-prompt held-out outcomes at each checkpoint: `outcomes[c, i]` is prompt i's score at checkpoint c."""
+
+    times: tuple[float, ...]
+    outcomes: np.ndarray
+
+    def __post_init__(self) -> None:
+        o = np.asarray(self.outcomes, dtype=float)
+        if o.ndim != 2 or o.shape[0] != len(self.times) or o.shape[1] == 0:
+            raise ValueError(f"outcomes must be (checkpoints={len(self.times)}, prompts>0), got {o.shape}")
+        object.__setattr__(self, "outcomes", o)
+        Curve(tuple(self.times), tuple(o.mean(axis=1)))  # same checks as a curve
+
+    def curve(self, prompts: np.ndarray | None = None) -> Curve:
+        o = self.outcomes if prompts is None else self.outcomes[:, prompts]
+        return Curve(tuple(self.times), tuple(float(a) for a in o.mean(axis=1)))
+
+
+@dataclass(frozen=True)
+class PeakSpeedup:
+    """Time to reach the baseline's peak, over paired seeds, with a bootstrap interval.
+
+    `ratio` = sum over seeds of the baseline's time to its peak / sum of the candidate's time to the
+    same accuracy (each seed pair has its own target: its baseline's peak); None when the candidate
+    misses the target in any seed ("not reached"). The interval resamples prompts (one draw for every run
+    and checkpoint) and seed pairs; a resample in which the candidate misses counts as ratio 0, so
+    `not_reached_share` of the resamples pull the low end down instead of vanishing from it.
+    """
+
+    per_seed: dict[int, Speedup]
+    ratio: float | None
+    ci_low: float
+    ci_high: float
+    not_reached_share: float
+    confidence: float
+
+    @property
+    def not_reached(self) -> list[int]:
+        return [s for s, r in self.per_seed.items() if r.candidate_time is None]
+
+    @property
+    def at_start(self) -> bool:
+        return all(r.at_start for r in self.per_seed.values())
+
+
+def _pooled_ratio(results: Sequence[Speedup]) -> float | None:
+    if any(r.candidate_time is None or r.baseline_time is None for r in results):
+        return None
+    tb = sum(r.baseline_time for r in results)  # type: ignore[misc]
+    tc = sum(r.candidate_time for r in results)  # type: ignore[misc]
+    return tb / tc if tc > 0 else None
+
+
+def peak_speedup(
+    baseline: Mapping[int, OutcomeCurve],
+    candidate: Mapping[int, OutcomeCurve],
+    *,
+    pairs: Sequence[tuple[int, int]] | None = None,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> PeakSpeedup:
+    """PODS time-to-peak speedup of candidate over baseline, paired by seed (or by explicit `pairs`,
+    e.g. vanilla seed s against vanilla seed s+1 for the estimator's noise floor)."""
+    if pairs is None:
+        unpaired = sorted(set(baseline) ^ set(candidate))
+        if unpaired:
+            raise ValueError(f"seeds {unpaired} have a run on one side only")
+        pairs = [(s, s) for s in sorted(baseline)]
+    pairs = list(pairs)
+    if not pairs:
+        raise ValueError("no seed pairs to compare")
+    missing = [p for p in pairs if p[0] not in baseline or p[1] not in candidate]
+    if missing:
+        raise ValueError(f"pairs {missing} name a seed without a run")
+    widths = {c.outcomes.shape[1] for c in [*baseline.values(), *candidate.values()]}
+    if len(widths) != 1:
+        raise ValueError(f"runs were scored on different held-out sets (prompt counts {sorted(widths)})")
+    n_prompts = widths.pop()
+    per_seed = {b: speedup_at_matched_accuracy(baseline[b].curve(), candidate[c].curve()) for b, c in pairs}
+    ratio = _pooled_ratio(list(per_seed.values()))
+    rng = np.random.default_rng(seed)
+    draws = np.empty(n_bootstrap)
+    missed = 0
+    for k in range(n_bootstrap):
+        prompts = rng.integers(0, n_prompts, size=n_prompts)
+        chosen = rng.integers(0, len(pairs), size=len(pairs))
+        res = [
+            speedup_at_matched_accuracy(
+                baseline[pairs[j][0]].curve(prompts), candidate[pairs[j][1]].curve(prompts)
+            )
+            for j in chosen
+        ]
+        r = _pooled_ratio(res)
+        if r is None:
+            missed += 1
+        draws[k] = 0.0 if r is None else r
+    alpha = (1.0 - confidence) / 2
+    lo, hi = (float(x) for x in np.quantile(draws, [alpha, 1.0 - alpha]))
+    return PeakSpeedup(per_seed, ratio, lo, hi, missed / n_bootstrap, confidence)

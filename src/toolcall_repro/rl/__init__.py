@@ -20,7 +20,7 @@ from toolcall_repro.rl.metrics import (
     TIMING_KEYS,
     TRANSITION_KEYS,
     full_set_reward,
-    speedup_limit,
+    predicted_speedup,
     step_metrics,
     without_timings,
 )
@@ -44,7 +44,7 @@ __all__ = [
     "max_variance_subset",
     "random_subset",
     "select_subset",
-    "speedup_limit",
+    "predicted_speedup",
     "step_metrics",
     "without_timings",
 ]

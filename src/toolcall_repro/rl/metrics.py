@@ -36,11 +36,14 @@ STEP_KEYS = (
     "filter/probed",
     "filter/probe_still_correct",
     "filter/precision",
+    "filter/all_correct_streak_ge_k",
+    "filter/all_wrong_streak_ge_k",
     "perf/gen_tokens",
     "perf/update_tokens",
     "perf/total_num_tokens",
     "perf/update_rows",
     "perf/gen_rows",
+    "perf/prompts",
     *TIMING_KEYS[:4],
     "reward/active_mean",
     "reward/full_mean",
@@ -108,11 +111,16 @@ def step_metrics(
         "filter/probed": int(fs.get("probed", 0)),
         "filter/probe_still_correct": int(fs.get("probe_still_correct", 0)),
         "filter/precision": fs.get("precision"),
+        # prompts whose current streak is >= k (k = the filter's, 1 without a filter); all-wrong prompts are
+        # tracked though never skipped unless all_wrong_k is set
+        "filter/all_correct_streak_ge_k": int(fs.get("all_correct_streak_ge_k", 0)),
+        "filter/all_wrong_streak_ge_k": int(fs.get("all_wrong_streak_ge_k", 0)),
         "perf/gen_tokens": int(gen_tokens),
         "perf/update_tokens": int(update_tokens),
         "perf/total_num_tokens": int(total_num_tokens),
         "perf/update_rows": int(update_rows),
         "perf/gen_rows": int(gen_rows),
+        "perf/prompts": len(groups),
         "timing_s/gen": float(timings["gen"]),
         "timing_s/update_actor": float(timings["update_actor"]),
         "timing_s/optimizer": float(timings["optimizer"]),
@@ -130,15 +138,18 @@ def step_metrics(
 
 
 def without_timings(metrics: Mapping) -> dict:
-    """The metrics a fixed seed must reproduce exactly (timings removed)."""
-    return {k: v for k, v in metrics.items() if k not in TIMING_KEYS}
+    """The metrics a fixed seed must reproduce exactly (timings removed, wall and CPU)."""
+    return {k: v for k, v in metrics.items() if k not in TIMING_KEYS and not k.startswith("timing_cpu_s/")}
 
 
-def speedup_limit(filter_rate: float, update_share: float, m: int, n: int) -> float:
-    """Upper bound on the step-time speedup: 1 / ((1-f)(1-u) + (1-f) u m/n).
+def predicted_speedup(filter_rate: float, update_share: float, m: int, n: int) -> float:
+    """Predicted step-time speedup from measured f, u and kept fraction: 1 / ((1-f)(1-u) + (1-f) u m/n).
 
     f = fraction of prompts skipped, u = share of vanilla step time spent in the update,
     m/n = fraction of rollouts kept for the update (1 without down-sampling).
+    A prediction, not a bound: it assumes generation time scales with the prompts generated for and
+    update time with the rows kept; a run can beat it (skipped prompts longer than average, fewer
+    optimizer calls, machine load) or miss it (fixed per-step costs).
     """
     if not (0.0 <= filter_rate < 1.0 and 0.0 <= update_share <= 1.0):
         raise ValueError(f"need 0 <= f < 1 and 0 <= u <= 1, got f={filter_rate}, u={update_share}")
@@ -146,3 +157,44 @@ def speedup_limit(filter_rate: float, update_share: float, m: int, n: int) -> fl
         raise ValueError(f"need 1 <= m <= n, got m={m}, n={n}")
     keep = 1.0 - filter_rate
     return 1.0 / (keep * (1.0 - update_share) + keep * update_share * m / n)
+
+
+def epoch_report(lines: Sequence[Mapping]) -> list[dict]:
+    """Per epoch, from a run's step metrics: the group-type fractions over all groups generated in it
+    (each step weighted by its groups, `perf/prompts`), the filter's counts (held on every step of the
+    epoch: its last step's), active-set coverage, streak counts and the transitions from the previous epoch."""
+    out: dict[int, dict] = {}
+    for line in lines:
+        e = int(line["epoch"])
+        groups = float(line.get("perf/prompts", 1))
+        rec = out.setdefault(e, {"epoch": e, "steps": 0, "groups": 0.0, **dict.fromkeys(GROUP_TYPES, 0.0)})
+        rec["steps"] += 1
+        rec["groups"] += groups
+        for t in GROUP_TYPES:
+            rec[t] += groups * float(line[f"group/{t}_frac"])
+        for key in EPOCH_FILTER_KEYS:
+            if key in line:
+                rec[key.split("/", 1)[1]] = line[key]
+        rec["transitions"] = {
+            a: {b: int(line.get(f"transition/{a}_to_{b}", 0)) for b in GROUP_TYPES} for a in GROUP_TYPES
+        }
+    report = []
+    for e in sorted(out):
+        rec = out[e]
+        total = rec["groups"]
+        rec["groups"] = int(round(total))
+        for t in GROUP_TYPES:
+            rec[f"{t}_frac"] = rec.pop(t) / total if total else math.nan
+        report.append(rec)
+    return report
+
+
+EPOCH_FILTER_KEYS = (
+    "filter/skipped",
+    "filter/active",
+    "filter/coverage",
+    "filter/probed",
+    "filter/probe_still_correct",
+    "filter/all_correct_streak_ge_k",
+    "filter/all_wrong_streak_ge_k",
+)

@@ -188,3 +188,37 @@ def test_config_accepts_the_workflow_shape(make_config):
     del missing["clip_low"]
     with pytest.raises(ValueError, match="missing keys"):
         parse_config(missing)
+
+
+def test_ppo_mini_batches_move_the_ratio_so_the_clip_acts():
+    rows = _rows(tiny_model(), 0.0)
+    rows = [
+        UpdateRow(r.prompt_ids, r.response_ids, r.old_log_probs, float(1 - 2 * (i % 2)))
+        for i, r in enumerate(rows)
+    ]
+
+    def update(mini_batches):
+        model = tiny_model()
+        opt = torch.optim.AdamW(model.parameters(), lr=5e-2, weight_decay=0.0)
+        return policy_update(
+            model,
+            opt,
+            rows,
+            temperature=1.0,
+            clip_low=0.2,
+            clip_high=0.28,
+            loss_agg="token-mean",
+            micro_batch_size=1,
+            grad_clip=1.0,
+            pad_id=PAD,
+            mini_batches=mini_batches,
+        )
+
+    one = update(1)
+    # One optimizer step with old log-probs from the same weights: ratio 1, nothing clipped.
+    assert one["optimizer_steps"] == 1 and one["pg_clipfrac"] == 0.0 and one["pg_clipfrac_later"] is None
+    assert abs(one["ppo_kl"]) < 1e-4
+    four = update(len(rows))  # one row per mini-batch: every later row sees moved weights
+    assert four["optimizer_steps"] == len(rows)
+    assert four["pg_clipfrac_later"] > 0 and four["pg_clipfrac"] > 0
+    assert four["pg_clipfrac"] <= four["pg_clipfrac_later"]  # the first mini-batch never clips

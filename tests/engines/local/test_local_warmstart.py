@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer
@@ -135,3 +136,58 @@ def test_shared_prefix_gives_the_same_loss_and_gradients_as_full_sequences():
     assert torch.allclose(full_grads, shared_grads, atol=1e-5)
     # a batch without a common prefix runs whole sequences
     assert shared_prefix(model, [Example([1, 2, 3], [2]), Example([4, 5, 6], [2])]) is None
+
+
+def test_warm_start_as_configured_twice_gives_bit_identical_weights(sample_files, tmp_path):
+    """The embedded default's model.tiny and engines.warmstart_threads (steps cut to 4), run twice:
+    same seed, same thread count -> the same bytes, whatever else the machine runs. The thread count
+    is part of the config because 1 and 2 threads give different float sums (max |dw| ~ 1e-5)."""
+    import yaml
+
+    from toolcall_repro.engines.local.model import load_policy
+
+    config = yaml.safe_load((Path(__file__).parents[3] / "config" / "config.yaml").read_text())
+    threads = config["engines"].get("warmstart_threads", config["engines"]["threads"])
+    tiny = dict(config["model"]["tiny"], sft_steps=4, early_step=2)
+
+    def build(name):
+        out, early = tmp_path / name, tmp_path / f"{name}-early"
+        cmd = [
+            sys.executable,
+            "-m",
+            "toolcall_repro.engines.local.warmstart",
+            "--train",
+            str(sample_files["single_turn"]),
+            str(sample_files["multi_turn"]),
+            "--out",
+            str(out),
+            "--early-out",
+            str(early),
+            "--config",
+            json.dumps(tiny),
+            "--seed",
+            str(config["model"]["tiny"]["seed"]),
+            "--reserve-fraction",
+            str(config["filter"]["reserve_fraction"]),
+            "--reserve-seed",
+            str(config["filter"]["seed"]),
+            "--threads",
+            str(threads),
+        ]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return out, early
+
+    a, a_early = build("a")
+    b, b_early = build("b")
+    assert (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
+    assert (a_early / "model.safetensors").read_bytes() == (b_early / "model.safetensors").read_bytes()
+    # The early snapshot is the same run two steps earlier: other weights, same tokenizer.
+    assert (a_early / "tokenizer.json").read_text() == (a / "tokenizer.json").read_text()
+    final, _ = load_policy(a)
+    early, _ = load_policy(a_early)
+    assert not all(
+        torch.equal(x, y)
+        for x, y in zip(final.state_dict().values(), early.state_dict().values(), strict=True)
+    )
+    assert json.loads((a_early / "early_step.json").read_text()) == {"sft_steps_done": 2, "of": 4}

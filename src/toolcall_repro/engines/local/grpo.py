@@ -6,7 +6,7 @@ reproduced exactly by `toolcall_repro.rl`). Variants differ only in the filter a
 
 One step: take the next batch of the epoch's active set, sample n responses per prompt (prompt KV cache
 shared by the n), score them, update streaks, pick the rows to back-propagate (all n, or m of them),
-compute GRPO advantages, one token-mean clipped update. Checkpoints every `checkpoint_every` steps with
+compute GRPO advantages, a token-mean clipped update in `ppo_mini_batches` optimizer steps. Checkpoints every `checkpoint_every` steps with
 held-out accuracy; `--resume` continues from the newest checkpoint with identical later metrics.
 """
 
@@ -39,6 +39,7 @@ from toolcall_repro.engines.local.rollout import sample_groups
 from toolcall_repro.engines.local.update import UpdateRow, policy_update
 from toolcall_repro.rewards import reward_for_setting
 from toolcall_repro.rl import StreakFilter, group_advantages, select_subset, step_metrics
+from toolcall_repro.rl.metrics import epoch_report
 
 
 @dataclass
@@ -81,10 +82,10 @@ def _decode(tokenizer, ids) -> str:
     return tokenizer.decode(ids, skip_special_tokens=False)
 
 
-def heldout_accuracy(
+def heldout_scores(
     model, tokenizer, records: list[PromptRecord], reward_fn, cfg: GRPOConfig
-) -> float | None:
-    """Greedy-decoding accuracy (mean reward) on the held-out prompts; None without any."""
+) -> list[float] | None:
+    """Greedy-decoding reward of each held-out prompt, in order; None without any."""
     if not records:
         return None
     scores = []
@@ -101,8 +102,16 @@ def heldout_accuracy(
             pad_id=tokenizer.pad_token_id,
         )
         for r, group in zip(chunk, groups, strict=True):
-            scores.append(reward_fn(_decode(tokenizer, group[0].response_ids), r.ground_truth).score)
-    return float(np.mean(scores))
+            scores.append(float(reward_fn(_decode(tokenizer, group[0].response_ids), r.ground_truth).score))
+    return scores
+
+
+def heldout_accuracy(
+    model, tokenizer, records: list[PromptRecord], reward_fn, cfg: GRPOConfig
+) -> float | None:
+    """Greedy-decoding accuracy (mean reward) on the held-out prompts; None without any."""
+    scores = heldout_scores(model, tokenizer, records, reward_fn, cfg)
+    return None if scores is None else float(np.mean(scores))
 
 
 class GRPOTrainer:
@@ -147,7 +156,7 @@ class GRPOTrainer:
             generator=generator,
             share_prefix=cfg.share_prefix,
         )
-        gen_s = time.perf_counter() - wall0
+        gen_s, gen_cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
         rewards = [
             [self.reward_fn(_decode(tok, ro.response_ids), r.ground_truth).score for ro in group]
             for r, group in zip(records, groups, strict=True)
@@ -200,8 +209,16 @@ class GRPOTrainer:
         )
         line.update(
             {
+                "timing_cpu_s/gen": gen_cpu_s,
+                "timing_cpu_s/update_actor": upd["update_cpu_s"],
+                "timing_cpu_s/optimizer": upd["optimizer_cpu_s"],
+                "timing_cpu_s/step": cpu_s,
                 "actor/pg_loss": upd["loss"],
                 "actor/pg_clipfrac": upd["pg_clipfrac"],
+                "actor/pg_clipfrac_lower": upd["pg_clipfrac_lower"],
+                "actor/pg_clipfrac_later_minibatches": upd["pg_clipfrac_later"],
+                "actor/ppo_kl": upd["ppo_kl"],
+                "actor/optimizer_steps": upd["optimizer_steps"],
                 "actor/grad_norm": upd["grad_norm"],
                 "response_length/mean": gen_tokens / (len(records) * cfg.n),
             }
@@ -212,13 +229,15 @@ class GRPOTrainer:
     def evaluate(self) -> None:
         st = self.state
         t0 = time.perf_counter()
-        acc = heldout_accuracy(self.model, self.tokenizer, self.heldout, self.reward_fn, self.cfg)
+        scores = heldout_scores(self.model, self.tokenizer, self.heldout, self.reward_fn, self.cfg)
         st.eval_s += time.perf_counter() - t0
         st.curve.append(
             {
                 "step": st.step,
                 "epoch": st.epoch,
-                "heldout_accuracy": acc,
+                "heldout_accuracy": None if scores is None else float(np.mean(scores)),
+                # per prompt, in held-out order (summary.json: heldout_ids): paired intervals need them
+                "heldout_outcomes": scores,
                 "time/cumulative_s": st.cumulative_s,
                 "time/cumulative_device_s": st.cumulative_device_s,
             }
@@ -289,6 +308,7 @@ class GRPOTrainer:
             "epochs": st.epoch,
             "train_prompts": len(self.train),
             "heldout_prompts": len(self.heldout),
+            "heldout_ids": [r.id for r in self.heldout],
             "dropped": dropped,
             "heldout_accuracy": {
                 "initial": accs[0],
@@ -305,6 +325,8 @@ class GRPOTrainer:
             }
             if m
             else None,
+            # the regime: group types of each whole epoch, filter counts, coverage, transition matrix
+            "epochs_report": epoch_report(m),
             "time/cumulative_s": st.cumulative_s,
             "time/cumulative_device_s": st.cumulative_device_s,
             "time/eval_s": st.eval_s,

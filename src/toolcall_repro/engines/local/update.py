@@ -85,21 +85,27 @@ def policy_update(
 ) -> dict:
     """Back-propagate `rows` in micro-batches and step the optimizer once per mini-batch.
 
+    With `mini_batches` > 1 (PPO mini-batches, verl's train batch / ppo_mini_batch_size) every mini-batch
+    after the first sees weights that already moved, so the ratio to the rollout's log-probs leaves 1 and
+    the clip range [1 - clip_low, 1 + clip_high] acts; with one mini-batch the ratio is 1 up to float noise.
     Returns timings (`update_s`: forward + backward, `optimizer_s`: clipping + step), the mean loss,
-    the clip fractions and `update_tokens` (prompt + response tokens of all rows).
+    the clip fractions (token-weighted over all mini-batches, and over the mini-batches after the first),
+    the approximate KL to the rollout policy and `update_tokens` (prompt + response tokens of all rows).
     """
     if not rows:
         raise ValueError("policy_update needs at least one row")
     if micro_batch_size < 1 or mini_batches < 1:
         raise ValueError("micro_batch_size and mini_batches must be >= 1")
     model.train()
-    update_s = optimizer_s = 0.0
-    losses, clipfracs, grad_norms = [], [], []
+    update_s = optimizer_s = update_cpu_s = optimizer_cpu_s = 0.0
+    losses, grad_norms = [], []
+    # token-weighted sums: [clipped, clipped-lower (dual clip), kl, tokens] over all / later mini-batches
+    sums = {"all": [0.0, 0.0, 0.0, 0], "later": [0.0, 0.0, 0.0, 0]}
     size = -(-len(rows) // mini_batches)
     for start in range(0, len(rows), size):
         mini = rows[start : start + size]
         batch_tokens = sum(len(r.response_ids) for r in mini)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for m0 in range(0, len(mini), micro_batch_size):
             micro = mini[m0 : m0 + micro_batch_size]
             logp, mask = response_log_probs(model, micro, temperature, pad_id)
@@ -119,20 +125,38 @@ def policy_update(
                 loss = loss * len(micro) / len(mini)  # per-micro-batch means -> mini-batch mean
             loss.backward()
             losses.append(loss.item())
-            clipfracs.append(metrics["actor/pg_clipfrac"])
-        t1 = time.perf_counter()
+            tokens = int(mask.sum())
+            for key in ("all", "later") if start > 0 else ("all",):
+                acc = sums[key]
+                acc[0] += metrics["actor/pg_clipfrac"] * tokens
+                acc[1] += metrics["actor/pg_clipfrac_lower"] * tokens
+                acc[2] += metrics["actor/ppo_kl"] * tokens
+                acc[3] += tokens
+        t1, c1 = time.perf_counter(), time.process_time()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip if grad_clip else float("inf"))
         grad_norms.append(float(norm))
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), time.process_time()
         update_s += t1 - t0
         optimizer_s += t2 - t1
+        update_cpu_s += c1 - c0
+        optimizer_cpu_s += c2 - c1
+
+    def share(key: str, i: int) -> float | None:
+        return sums[key][i] / sums[key][3] if sums[key][3] else None
+
     return {
         "update_s": update_s,
         "optimizer_s": optimizer_s,
+        "update_cpu_s": update_cpu_s,  # CPU seconds of this process (all its threads): resists other load
+        "optimizer_cpu_s": optimizer_cpu_s,
         "loss": float(sum(losses)),
-        "pg_clipfrac": float(sum(clipfracs) / len(clipfracs)),
+        "pg_clipfrac": share("all", 0),
+        "pg_clipfrac_lower": share("all", 1),
+        "ppo_kl": share("all", 2),
+        "pg_clipfrac_later": share("later", 0),  # None with one mini-batch
+        "optimizer_steps": len(grad_norms),
         "grad_norm": float(sum(grad_norms) / len(grad_norms)),
         "update_tokens": sum(r.num_tokens for r in rows),
     }

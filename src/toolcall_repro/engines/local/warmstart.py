@@ -133,8 +133,11 @@ def lr_at(step: int, total: int, peak: float) -> float:
     return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def warm_start(samples: Sequence[Sample], tiny: Mapping, seed: int, log=print):
-    """Train tokenizer + model; returns (model, tokenizer, report dict)."""
+def warm_start(samples: Sequence[Sample], tiny: Mapping, seed: int, log=print, on_step=None):
+    """Train tokenizer + model; returns (model, tokenizer, report dict).
+
+    ``on_step(steps_done, model, tokenizer)`` is called after every optimizer step (snapshots).
+    """
     from toolcall_repro.protocol import load_chat_template
 
     missing = [k for k in SFT_KEYS if k not in tiny]
@@ -175,6 +178,8 @@ def warm_start(samples: Sequence[Sample], tiny: Mapping, seed: int, log=print):
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         losses.append(total)
+        if on_step is not None:
+            on_step(step + 1, model, tokenizer)
         if step % 50 == 0 or step == steps - 1:
             log(f"sft step {step}/{steps} loss {total:.4f} ({time.perf_counter() - t0:.0f}s)")
     lengths = [len(ex.ids) for ex in examples]
@@ -211,12 +216,31 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--reserve-seed", type=int, required=True, help="filter.seed")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--early-out",
+        help="also save the model after model.tiny.early_step steps here (a weaker filter policy)",
+    )
     args = parser.parse_args(argv)
     set_threads(args.threads)
     tiny = load_config_arg(args.config)
     samples, reserved = partition(load_samples(args.train), args.reserve_fraction, args.reserve_seed)
     print(f"reserve: {len(reserved)} of {len(samples) + len(reserved)} samples kept out", flush=True)
-    model, tokenizer, report = warm_start(samples, tiny, args.seed, log=lambda m: print(m, flush=True))
+    early_step = tiny.get("early_step")
+    if args.early_out and not early_step:
+        raise ValueError("--early-out needs model.tiny.early_step")
+    if early_step and not 1 <= int(early_step) <= int(tiny["sft_steps"]):
+        raise ValueError(f"model.tiny.early_step must be in [1, sft_steps], got {early_step}")
+
+    def snapshot(done: int, model, tokenizer) -> None:
+        # The same run's earlier weights: a policy that is weaker than the RL start, as the paper's
+        # filter policy is (its filters see ~20% mixed groups at the RL start, not the ~70% of self-filtering).
+        if args.early_out and done == int(early_step):
+            note = json.dumps({"sft_steps_done": done, "of": int(tiny["sft_steps"])})
+            save_hf_dir(model, tokenizer, Path(args.early_out), extra_files={"early_step.json": note})
+
+    model, tokenizer, report = warm_start(
+        samples, tiny, args.seed, log=lambda m: print(m, flush=True), on_step=snapshot
+    )
     report["reserve"] = {
         "fraction": args.reserve_fraction,
         "seed": args.reserve_seed,

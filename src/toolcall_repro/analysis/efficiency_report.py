@@ -1,0 +1,345 @@
+"""The efficiency experiment's report: every claim with its interval (pure: TrainingRun objects in).
+
+Per setting, each variant against vanilla over paired seeds:
+- time to reach vanilla's peak held-out accuracy (PODS), bootstrap interval over prompts and seed pairs,
+  "not reached" when the candidate misses it; the same estimator for vanilla seed s against vanilla seed
+  s+1 (the noise floor: what the estimator says about two runs of the same method);
+- non-inferiority of final held-out accuracy at the configured margin (paired over prompts);
+- the measured cost ratio (vanilla step seconds / variant step seconds per seed pair) next to the
+  ratio predicted from the measured filter rate f, vanilla's update share u and the kept fraction;
+- the regime: first-epoch group types, filter rate, probe precision with a Wilson interval, clip fraction.
+Vanilla's own row: its held-out gain (final - initial) with a paired interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from toolcall_repro.analysis import runstats
+from toolcall_repro.analysis.efficiency import DEVICE_TIME, by_setting_variant
+from toolcall_repro.analysis.loaders import TrainingRun
+from toolcall_repro.analysis.speedup import OutcomeCurve, peak_speedup
+from toolcall_repro.analysis.stats import non_inferiority, paired_bootstrap, wilson_interval
+from toolcall_repro.analysis.tabular import Table
+from toolcall_repro.rl.metrics import epoch_report
+
+OUTCOMES = "heldout_outcomes"
+
+
+def outcome_curve(run: TrainingRun, time_key: str = DEVICE_TIME) -> OutcomeCurve | None:
+    """Per-prompt outcomes at each checkpoint against cumulative hours; None when the run lacks them."""
+    if OUTCOMES not in run.curve.columns or run.curve[OUTCOMES].isna().any():
+        return None
+    c = run.curve.sort_values(time_key)
+    return OutcomeCurve(tuple(c[time_key] / 3600.0), np.array([list(o) for o in c[OUTCOMES]], dtype=float))
+
+
+def predicted_ratio(f: float, u: float, kept: float) -> float:
+    """1 / ((1-f)(1-u) + (1-f) u kept): the step-time ratio if generation scaled with prompts kept and
+    the update with rows kept (an estimate, not a bound)."""
+    if not (0 <= f < 1 and 0 <= u <= 1 and 0 < kept <= 1):
+        return math.nan
+    return 1.0 / ((1 - f) * (1 - u) + (1 - f) * u * kept)
+
+
+def _seed_mean(curves: Mapping[int, OutcomeCurve], row: int) -> np.ndarray:
+    return np.mean([c.outcomes[row] for c in curves.values()], axis=0)
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _iv(est, lo, hi, digits=2) -> str:
+    return f"{_fmt(est, digits)} [{_fmt(lo, digits)}, {_fmt(hi, digits)}]"
+
+
+def _first_epoch(runs: Sequence[TrainingRun]) -> dict[str, float]:
+    fr = [epoch_report(r.metrics.to_dict("records"))[0] for r in runs if len(r.metrics)]
+    return {t: float(np.mean([f[f"{t}_frac"] for f in fr])) for t in ("all_correct", "all_wrong", "mixed")}
+
+
+def _step_seconds(run: TrainingRun) -> float:
+    return float(run.metrics["timing_s/step"].sum())
+
+
+def efficiency_tables(
+    runs: Sequence[TrainingRun],
+    *,
+    margin: float = 0.05,
+    baseline: str = "vanilla",
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+) -> list[Table]:
+    rows, notes = (
+        [],
+        [
+            "speedup = time for vanilla to reach its peak held-out accuracy / time for the variant to reach"
+            " it (PODS), pooled over paired seeds, cumulative CPU time; [95% bootstrap over prompts and seed"
+            " pairs; a resample where the variant misses counts 0]; 'not reached' when it never gets there",
+            f"non-inferior: paired 95% interval of final accuracy (variant - vanilla) has its low end above"
+            f" -{margin}",
+            "cost ratio = vanilla step seconds / variant step seconds per seed pair (mean [min, max]);"
+            " predicted = 1/((1-f)(1-u)+(1-f)u kept) from measured f, vanilla's u, the variant's kept fraction",
+        ],
+    )
+    for setting, variants in sorted(by_setting_variant(runs).items()):
+        base = variants.get(baseline, {})
+        base_curves = {s: outcome_curve(r) for s, r in base.items()}
+        if not base or any(c is None for c in base_curves.values()):
+            notes.append(f"{setting}: no vanilla runs with per-prompt outcomes: no intervals")
+            continue
+        base_u = float(np.mean([runstats.update_share(r.metrics) for r in base.values()]))
+        vanilla_gain = paired_bootstrap(
+            _seed_mean(base_curves, 0), _seed_mean(base_curves, -1), n_bootstrap=n_bootstrap, seed=seed
+        )
+        for variant, seeds in sorted(variants.items(), key=lambda kv: (kv[0] != baseline, kv[0])):
+            curves = {s: outcome_curve(r) for s, r in seeds.items()}
+            if any(c is None for c in curves.values()):
+                notes.append(f"{setting}/{variant}: no per-prompt outcomes")
+                continue
+            first = _first_epoch(list(seeds.values()))
+            probes = sum(
+                int(r.metrics.groupby("epoch")["filter/probed"].last().sum()) for r in seeds.values()
+            )
+            still = sum(
+                int(r.metrics.groupby("epoch")["filter/probe_still_correct"].last().sum())
+                for r in seeds.values()
+            )
+            precision = wilson_interval(still, probes)
+            clip = [
+                float(pd.to_numeric(r.metrics.get("actor/pg_clipfrac"), errors="coerce").mean())
+                for r in seeds.values()
+                if "actor/pg_clipfrac" in r.metrics
+            ]
+            row = {
+                "setting": setting,
+                "variant": variant,
+                "seeds": ",".join(map(str, sorted(seeds))),
+                "heldout_prompts": next(iter(curves.values())).outcomes.shape[1],
+                "initial_acc": float(np.mean([c.curve().accuracies[0] for c in curves.values()])),
+                "final_acc": float(np.mean([c.curve().accuracies[-1] for c in curves.values()])),
+                "best_acc": float(np.mean([c.curve().best for c in curves.values()])),
+                "first_epoch_all_correct": first["all_correct"],
+                "first_epoch_all_wrong": first["all_wrong"],
+                "first_epoch_mixed": first["mixed"],
+                "filter_rate": float(np.mean([runstats.filter_rate(r.metrics) for r in seeds.values()])),
+                "kept_fraction": float(np.mean([runstats.kept_fraction(r.metrics) for r in seeds.values()])),
+                "update_share": float(np.mean([runstats.update_share(r.metrics) for r in seeds.values()])),
+                "precision": precision.estimate,
+                "precision_low": precision.low,
+                "precision_high": precision.high,
+                "probes": probes,
+                "clipfrac": float(np.mean(clip)) if clip else math.nan,
+            }
+            pairs = sorted(set(base) & set(seeds))
+            if variant == baseline:
+                row.update(gain=vanilla_gain.estimate, gain_low=vanilla_gain.low, gain_high=vanilla_gain.high)
+                if len(seeds) >= 2:  # the noise floor: the estimator on two runs of the same method
+                    ordered = sorted(seeds)
+                    rot = list(zip(ordered, ordered[1:] + ordered[:1], strict=True))
+                    floor = peak_speedup(base_curves, curves, pairs=rot, n_bootstrap=n_bootstrap, seed=seed)
+                    row.update(_speedup_cols(floor))
+                    row["variant"] = f"{baseline} vs {baseline} (seed s vs s+1)"
+            elif pairs:
+                sp = peak_speedup(
+                    {s: base_curves[s] for s in pairs},
+                    {s: curves[s] for s in pairs},
+                    n_bootstrap=n_bootstrap,
+                    seed=seed,
+                )
+                row.update(_speedup_cols(sp))
+                ni = non_inferiority(
+                    _seed_mean({s: base_curves[s] for s in pairs}, -1),
+                    _seed_mean({s: curves[s] for s in pairs}, -1),
+                    margin,
+                    n_bootstrap=n_bootstrap,
+                    seed=seed,
+                )
+                row.update(
+                    final_diff=ni.difference.estimate,
+                    final_diff_low=ni.difference.low,
+                    final_diff_high=ni.difference.high,
+                    non_inferior=ni.non_inferior,
+                )
+                costs = [_step_seconds(base[s]) / _step_seconds(seeds[s]) for s in pairs]
+                row.update(
+                    cost_ratio=float(np.mean(costs)),
+                    cost_ratio_min=min(costs),
+                    cost_ratio_max=max(costs),
+                    predicted=predicted_ratio(row["filter_rate"], base_u, row["kept_fraction"]),
+                )
+            else:
+                notes.append(f"{setting}/{variant}: no seed paired with {baseline}")
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    return [
+        Table(
+            "efficiency",
+            "Efficiency experiment: time to vanilla's peak, non-inferiority, cost, regime",
+            frame,
+            _display(frame),
+            notes,
+        ),
+        epochs_table(runs),
+    ]
+
+
+def _speedup_cols(sp) -> dict:
+    return {
+        "speedup": math.nan if sp.ratio is None else sp.ratio,
+        "speedup_low": sp.ci_low,
+        "speedup_high": sp.ci_high,
+        "not_reached_share": sp.not_reached_share,
+        "not_reached_seeds": ",".join(map(str, sp.not_reached)),
+        "at_start": sp.at_start,
+    }
+
+
+def _display(frame: pd.DataFrame) -> pd.DataFrame:
+    shown = []
+    for r in frame.to_dict("records"):
+        if r.get("at_start") is True:
+            speed = "at start (vanilla never beat its first checkpoint)"
+        elif isinstance(r.get("not_reached_seeds"), str) and r["not_reached_seeds"]:
+            speed = f"not reached (seeds {r['not_reached_seeds']})"
+        elif "speedup" in r and not pd.isna(r.get("speedup")):
+            speed = _iv(r["speedup"], r["speedup_low"], r["speedup_high"]) + (
+                f" ({r['not_reached_share']:.0%} of resamples not reached)" if r["not_reached_share"] else ""
+            )
+        else:
+            speed = ""
+        final = (
+            _iv(r["final_diff"], r["final_diff_low"], r["final_diff_high"], 3)
+            + (" non-inferior" if r.get("non_inferior") else " not shown non-inferior")
+            if not pd.isna(r.get("final_diff", math.nan))
+            else ""
+        )
+        shown.append(
+            {
+                "setting": r["setting"],
+                "variant": r["variant"],
+                "seeds": r["seeds"],
+                "held-out": r["heldout_prompts"],
+                "acc initial/final/best": f"{r['initial_acc']:.3f} / {r['final_acc']:.3f} / {r['best_acc']:.3f}",
+                "vanilla gain": _iv(r["gain"], r["gain_low"], r["gain_high"], 3)
+                if not pd.isna(r.get("gain", math.nan))
+                else "",
+                "time to vanilla's peak": speed,
+                "final acc - vanilla": final,
+                "cost ratio": (
+                    f"{r['cost_ratio']:.2f} [{r['cost_ratio_min']:.2f}, {r['cost_ratio_max']:.2f}]"
+                    if not pd.isna(r.get("cost_ratio", math.nan))
+                    else ""
+                ),
+                "predicted": _fmt(r.get("predicted", math.nan)),
+                "1st epoch AC/AW/mixed": f"{r['first_epoch_all_correct']:.2f} / {r['first_epoch_all_wrong']:.2f}"
+                f" / {r['first_epoch_mixed']:.2f}",
+                "filter rate": f"{r['filter_rate']:.3f}",
+                "precision (Wilson)": f"{_iv(r['precision'], r['precision_low'], r['precision_high'])} of {r['probes']}"
+                if r["probes"]
+                else "no probes",
+                "kept": f"{r['kept_fraction']:.2f}",
+                "update share": f"{r['update_share']:.2f}",
+                "clip frac": _fmt(r["clipfrac"], 4),
+            }
+        )
+    return pd.DataFrame(shown)
+
+
+def epochs_table(runs: Sequence[TrainingRun]) -> Table:
+    """Per run and epoch: group types, coverage, skips, probes, streaks, AC->AC transitions, step seconds."""
+    rows = []
+    for r in runs:
+        secs = r.metrics.groupby("epoch")["timing_s/step"].sum()
+        for e in epoch_report(r.metrics.to_dict("records")):
+            t = e["transitions"]
+            rows.append(
+                {
+                    "setting": r.setting,
+                    "variant": r.variant,
+                    "seed": r.seed,
+                    "epoch": e["epoch"],
+                    "groups": e["groups"],
+                    "all_correct": round(e["all_correct_frac"], 3),
+                    "all_wrong": round(e["all_wrong_frac"], 3),
+                    "mixed": round(e["mixed_frac"], 3),
+                    "coverage": e.get("coverage"),
+                    "skipped": e.get("skipped"),
+                    "probed": e.get("probed"),
+                    "probe_still_correct": e.get("probe_still_correct"),
+                    "all_wrong_streak_ge_k": e.get("all_wrong_streak_ge_k"),
+                    "ac_to_ac": t["all_correct"]["all_correct"],
+                    "ac_to_mixed": t["all_correct"]["mixed"],
+                    "mixed_to_ac": t["mixed"]["all_correct"],
+                    "step_s": round(float(secs.get(e["epoch"], math.nan)), 2),
+                }
+            )
+    frame = pd.DataFrame(rows)
+    return Table(
+        "efficiency_epochs",
+        "Per epoch: group types, active-set coverage, filter probes, streaks, transitions, step time",
+        frame,
+        frame,
+        [
+            "transitions are from the previous epoch (prompts observed in both); skipped prompts are unobserved"
+        ],
+    )
+
+
+def learning_curves(runs: Sequence[TrainingRun]) -> list:
+    """Held-out accuracy against epoch and against cumulative CPU hours: seed mean, min-max band."""
+    from toolcall_repro.analysis.figures import _empty, _finish, _new, _run_sources
+
+    caption = (
+        "Held-out accuracy (greedy) per variant: seed mean, band = min-max over seeds; left against the"
+        " epoch of the checkpoint, right against cumulative CPU hours (checkpoints of different seeds are"
+        " averaged at the same checkpoint index, their times too)."
+    )
+    if not runs:
+        return [_empty("efficiency_curves", "no training runs", caption)]
+    grid = by_setting_variant(runs)
+    fig, axes = _new(ncols=2, nrows=len(grid))
+    for row, (setting, variants) in enumerate(sorted(grid.items())):
+        for variant, seeds in sorted(variants.items()):
+            curves = [r.curve.sort_values("step") for r in seeds.values()]
+            k = min(len(c) for c in curves)
+            acc = np.array([c["heldout_accuracy"].to_numpy(float)[:k] for c in curves])
+            epoch = np.array(
+                [(c["step"] / max(1, c["step"].max()) * c["epoch"].max()).to_numpy()[:k] for c in curves]
+            )
+            hours = np.array([(c[DEVICE_TIME] / 3600.0).to_numpy()[:k] for c in curves])
+            for col, x in ((0, epoch.mean(axis=0)), (1, hours.mean(axis=0))):
+                ax = axes[row, col]
+                (line,) = ax.plot(x, acc.mean(axis=0), marker=".", label=f"{variant} ({len(curves)} seeds)")
+                ax.fill_between(x, acc.min(axis=0), acc.max(axis=0), alpha=0.15, color=line.get_color())
+                ax.set_title(setting)
+                ax.set_xlabel("epoch" if col == 0 else "CPU hours")
+                ax.set_ylabel("held-out accuracy")
+        axes[row, 0].legend(fontsize=6)
+    return [_finish("efficiency_curves", fig, caption, _run_sources(runs))]
+
+
+def write_report(run_dir, out_dir, cfg: Mapping) -> list:
+    """Tables and figures of the efficiency experiment under out_dir (tables/, figures/, index.md)."""
+    from pathlib import Path
+
+    from toolcall_repro.analysis import report
+    from toolcall_repro.provenance import atomic_write_text
+
+    res = report.RunResults(run_dir)
+    eff = dict(cfg.get("efficiency") or {})
+    tables = efficiency_tables(res.runs, margin=float(eff.get("margin", 0.05)))
+    out = Path(out_dir)
+    written = report.write_tables(tables, out / "tables")
+    written += report.write_figures(learning_curves(res.runs), out / "figures")
+    lines = ["# Efficiency experiment", ""]
+    lines += [t.markdown() for t in tables[:1]]
+    lines += ["", "Per-epoch table: [tables/md/efficiency_epochs.md](tables/md/efficiency_epochs.md)"]
+    lines += ["Figures: [figures/index.md](figures/index.md)", ""]
+    atomic_write_text(out / "index.md", "\n".join(lines))
+    return [*written, out / "index.md"]

@@ -1,0 +1,86 @@
+"""The efficiency experiment's table on constructed runs with hand-known answers."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from toolcall_repro.analysis.efficiency_report import efficiency_tables, predicted_ratio
+from toolcall_repro.analysis.loaders import TrainingRun
+from toolcall_repro.rl import StreakFilter, step_metrics
+
+OUTCOMES = [[0, 0, 0, 1], [1, 0, 0, 1], [1, 1, 0, 1], [1, 1, 0, 1]]  # held-out accuracy .25 .5 .75 .75
+
+
+def _run(variant, seed, step_s, update_s, time_scale, kept_rows=8):
+    lines = []
+    for step in range(4):
+        lines.append(
+            {
+                **step_metrics(
+                    step=step + 1,
+                    epoch=step // 2,
+                    groups=[[1.0] * 8, [0.0] * 8, [1.0, 0.0] * 4, [1.0, 0.0] * 4],
+                    filter_stats=StreakFilter(None).stats(),
+                    skipped_reward_mean=None,
+                    gen_tokens=10,
+                    update_tokens=10,
+                    total_num_tokens=20,
+                    gen_rows=32,
+                    update_rows=kept_rows * 4,
+                    timings={
+                        "gen": step_s - update_s,
+                        "update_actor": update_s,
+                        "optimizer": 0.0,
+                        "step": step_s,
+                    },
+                    cumulative_s=0.0,
+                    cumulative_device_s=0.0,
+                ),
+                "actor/pg_clipfrac": 0.01,
+            }
+        )
+    curve = pd.DataFrame(
+        {
+            "step": [0, 1, 2, 4],
+            "epoch": [0, 0, 1, 2],
+            "heldout_accuracy": [sum(o) / 4 for o in OUTCOMES],
+            "heldout_outcomes": OUTCOMES,
+            "time/cumulative_device_s": [t * 3600 * time_scale for t in (0, 1, 2, 3)],
+        }
+    )
+    return TrainingRun("multi_turn", variant, seed, {"n": 8}, pd.DataFrame(lines), curve, {})
+
+
+def test_efficiency_table_hand_case():
+    runs = [
+        *(_run("vanilla", s, 4.0, 3.0, 1.0) for s in (0, 1)),
+        *(_run("efficient", s, 2.0, 1.0, 0.5, kept_rows=4) for s in (0, 1)),
+    ]
+    eff_table, epochs = efficiency_tables(runs, margin=0.05, n_bootstrap=200)
+    t = eff_table.frame.set_index("variant")
+    e = t.loc["efficient"]
+    # vanilla peaks at 0.75 at t = 2 h; efficient (same curve, half the time) reaches it at 1 h: 2x
+    assert e["speedup"] == pytest.approx(2.0) and e["not_reached_seeds"] == ""
+    assert e["final_diff"] == 0.0 and e["non_inferior"]  # identical final outcomes, margin 0.05
+    assert e["cost_ratio"] == pytest.approx(2.0)  # 4 s vs 2 s a step
+    assert e["kept_fraction"] == pytest.approx(0.5)
+    assert e["predicted"] == pytest.approx(predicted_ratio(0.0, 0.75, 0.5)) == pytest.approx(1 / 0.625)
+    assert e["first_epoch_mixed"] == pytest.approx(0.5) and e["first_epoch_all_correct"] == pytest.approx(
+        0.25
+    )
+    v = t.loc["vanilla vs vanilla (seed s vs s+1)"]
+    # .25 -> .75 on 2 of 4 prompts; 4 prompts cannot exclude 0 (all-zero resamples have p = 1/16 > 2.5%)
+    assert v["gain"] == pytest.approx(0.5) and v["gain_low"] == 0.0 and v["gain_high"] == 1.0
+    assert v["speedup"] == pytest.approx(1.0)  # two identical runs: the noise floor is exactly 1 here
+    assert set(epochs.frame["epoch"]) == {0, 1} and (epochs.frame["groups"] == 8).all()
+
+
+def test_a_candidate_below_vanilla_peak_is_not_reached_and_not_non_inferior():
+    worse = _run("efficient", 0, 2.0, 1.0, 0.5)
+    worse.curve["heldout_outcomes"] = [OUTCOMES[0]] * 4
+    worse.curve["heldout_accuracy"] = 0.25
+    eff_table, _ = efficiency_tables([_run("vanilla", 0, 4.0, 3.0, 1.0), worse], margin=0.05, n_bootstrap=200)
+    e = eff_table.frame.set_index("variant").loc["efficient"]
+    assert e["not_reached_seeds"] == "0" and not e["non_inferior"]
+    assert "not reached" in eff_table.display.set_index("variant").loc["efficient", "time to vanilla's peak"]
