@@ -141,11 +141,22 @@ def test_extra_overrides_reach_the_config(tmp_path):
         (run_config(), {"gpu_count": 8}, "unknown keys"),
         (run_config(loss_agg="sum"), {}, "loss_agg"),
         (run_config(downsample={"m": 2, "selection": "best"}), {}, "selection"),
+        (run_config(batch_size=8, ppo_mini_batches=3), {}, "ppo_mini_batches=3"),
+        (run_config(batch_size=8, ppo_mini_batches=2), {"ppo_mini_batch_size": 8}, "disagree"),
     ],
 )
 def test_bad_geometry_is_named_before_any_gpu_starts(tmp_path, run, verl, message):
     with pytest.raises(hydra.VerlConfigError, match=message):
         hydra.build_overrides(run, {"gpus_per_node": 4, **verl}, paths(tmp_path), seed=0)
+
+
+@pytest.mark.parametrize(("steps", "size", "expected"), [(None, None, 8), (2, None, 4), (4, None, 2), (2, 4, 4)])
+def test_the_local_engines_ppo_mini_batches_sets_verls_mini_batch(tmp_path, steps, size, expected):
+    """train.settings.<s>.ppo_mini_batches (optimizer steps a batch) means the same on verl: the actor's
+    ppo_mini_batch_size is batch_size / ppo_mini_batches (it was silently ignored there)."""
+    run = run_config(batch_size=8, n=4, downsample=None, ppo_mini_batches=steps)
+    overrides = hydra.build_overrides(run, {"gpus_per_node": 2, "ppo_mini_batch_size": size}, paths(tmp_path), seed=0)
+    assert f"actor_rollout_ref.actor.ppo_mini_batch_size={expected}" in overrides
 
 
 def test_overrides_file_round_trip():

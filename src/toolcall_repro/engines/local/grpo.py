@@ -13,7 +13,6 @@ held-out accuracy; `--resume` continues from the newest checkpoint with identica
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import sys
@@ -26,6 +25,7 @@ import torch
 
 from toolcall_repro.configarg import load_config_arg
 from toolcall_repro.data.schema import write_jsonl
+from toolcall_repro.engines.fingerprint import run_fingerprint
 from toolcall_repro.engines.local.checkpoint import (
     checkpoint_fingerprint,
     latest_checkpoint,
@@ -64,15 +64,9 @@ def _seed_for(*parts: int) -> int:
 
 
 def fingerprint(cfg: GRPOConfig, seed: int, records: list[PromptRecord], base_dir: str | Path) -> str:
-    """A resumed run must be the same run: same config, seed, prompts and base weights."""
-    h = hashlib.sha256(json.dumps([cfg.to_dict(), seed], sort_keys=True, default=str).encode())
-    for r in records:
-        h.update(r.id.encode() + b"\0" + str(r.prompt_ids).encode())
-    for name in ("model.safetensors", "config.json"):
-        p = Path(base_dir) / name
-        if p.is_file():
-            h.update(hashlib.sha256(p.read_bytes()).digest())
-    return h.hexdigest()
+    """A resumed run must be the same run: same config, seed, prompts and base weights (the rule the
+    verl engine resumes by too: engines/fingerprint.py)."""
+    return run_fingerprint(cfg.to_dict(), seed, [(r.id, str(r.prompt_ids)) for r in records], base_dir)
 
 
 def _decode(tokenizer, ids) -> str:

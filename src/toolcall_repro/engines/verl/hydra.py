@@ -131,6 +131,24 @@ class Geometry:
         return self.mini_prompts * self.m
 
 
+def mini_batch_prompts(run: Mapping, verl: Mapping, prompts: int) -> int:
+    """Prompts per optimizer step: train.verl.ppo_mini_batch_size, else the run's `ppo_mini_batches`
+    (optimizer steps per batch, the local engine's knob) as batch_size / ppo_mini_batches; both set
+    must agree, so one knob means the same in both engines."""
+    steps = run.get("ppo_mini_batches")
+    if steps is not None and (int(steps) < 1 or prompts % int(steps)):
+        raise VerlConfigError(f"ppo_mini_batches={steps} must be >= 1 and divide batch_size={prompts}")
+    size = verl["ppo_mini_batch_size"]
+    if size is None:
+        return prompts // int(steps) if steps is not None else prompts
+    if steps is not None and int(size) * int(steps) != prompts:
+        raise VerlConfigError(
+            f"train.verl.ppo_mini_batch_size={size} and train.settings.<setting>.ppo_mini_batches={steps}"
+            f" disagree: batch_size={prompts} / {steps} = {prompts // int(steps)}; set one of them"
+        )
+    return int(size)
+
+
 def geometry(run: Mapping, verl: Mapping) -> Geometry:
     """Check that every step's batch splits evenly; raise `VerlConfigError` naming the keys if not.
 
@@ -149,7 +167,7 @@ def geometry(run: Mapping, verl: Mapping) -> Geometry:
     m = int(down["m"]) if down else n
     if not 2 <= m <= n:
         raise VerlConfigError(f"downsample.m must be in [2, n={n}], got {m}")
-    mini = int(verl["ppo_mini_batch_size"] or prompts)
+    mini = mini_batch_prompts(run, verl, prompts)
     if prompts % mini:
         raise VerlConfigError(f"batch_size={prompts} must be a multiple of ppo_mini_batch_size={mini}")
     if (mini * m) % n:
