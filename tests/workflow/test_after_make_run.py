@@ -39,3 +39,16 @@ def test_dry_run_tests_pass_in_a_work_tree_where_make_run_completed(tmp_path):
     copy_run(clone, "embedded", copy)
     again = snakemake("-n", cwd=copy)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout[-3000:]
+
+
+def test_a_copied_run_of_another_configfile_is_complete(tmp_path):
+    """.ci/run's own order: the CI-size run (`--configfile .test/config.yaml`) made in the clone, then
+    copied for the smoke tests. The config files are archive inputs; as absolute paths they made the
+    copy's archive "changed input files" and rerun it."""
+    args = ("--configfile", ".test/config.yaml")
+    first = make_workdir(tmp_path / "first")
+    fabricate_completed_run(first, *args)
+    copy = make_workdir(tmp_path / "copy")
+    copy_run(first, "ci-smoke", copy)
+    again = snakemake("-n", *args, cwd=copy)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout[-3000:]

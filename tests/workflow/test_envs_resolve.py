@@ -115,11 +115,13 @@ def uv_binary() -> str:
 
 def compile_requirements(uv: str, cache: Path, work: Path, name: str, python: str, reqs: list[str]):
     """`uv pip compile` for the GPU nodes' platform; returns (returncode, {package: version}, stderr)."""
+    # --native-tls: the system certificate store (as pip and urllib use), not uv's bundled roots, which
+    # miss a site's own CA (seen: "UnknownIssuer" with SSL_CERT_FILE unset)
     slug = re.sub(r"[^A-Za-z0-9]+", "_", name)
     req_file = work / f"{slug}.in"
     req_file.write_text("\n".join(reqs) + "\n")
     res = subprocess.run(
-        [uv, "pip", "compile", "--quiet", "--no-header", "--python-version", python,
+        [uv, "pip", "compile", "--quiet", "--no-header", "--native-tls", "--python-version", python,
          "--python-platform", PLATFORM, "--index-url", REGISTRY, str(req_file)],  # fmt: skip
         capture_output=True,
         text=True,

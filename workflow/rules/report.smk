@@ -123,7 +123,9 @@ rule write_provenance:
 rule archive_results:
     input:
         record=R("provenance.json"),
-        config=workflow.configfiles,
+        # relative to the working directory: absolute paths would make a moved or copied tree's archive
+        # "changed input files" and rerun it
+        config=[os.path.relpath(f) for f in workflow.configfiles],
     output:
         archive=ARCHIVE,
     log:
