@@ -419,7 +419,7 @@ def all_bfcl_summaries():
 
 
 # ACEBench data: synthetic twins the pipeline writes (embedded default), the real English data downloaded
-# at a pinned commit (paper scale), or a folder the user names (`local`). The workflow never reads ../shared.
+# at a pinned commit (paper scale), or a folder the user names (`local`). No folder outside the checkout is read.
 ACEBENCH = config["evaluate"].get("acebench", {})
 ACEBENCH_SOURCE = ACEBENCH.get("source", "synthetic")
 ACEBENCH_DIR = {
