@@ -1,7 +1,8 @@
 """Every training job of the paper DAG, composed as it would launch, passes verl's own validation.
 
-The jobs come from the workflow itself: `snakemake -n -p` on config/paper.yaml prints each
-train_grpo command; its `--config`/`--verl`/`--nodes` go through the same composition as
+The jobs come from the workflow itself: `snakemake -n -p` on config/paper.yaml, in a working directory of
+its own (tests/workflow/_workflow_helpers.make_workdir: nothing written to the work tree's .snakemake/),
+prints each train_grpo command; its `--config`/`--verl`/`--nodes` go through the same composition as
 `launch.prepare` (split_config -> hydra.build_overrides -> compose against verl's ppo_trainer.yaml).
 """
 
@@ -11,6 +12,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,18 +26,22 @@ from toolcall_repro.engines.verl import hydra, launch  # noqa: E402
 from toolcall_repro.engines.verl.main import check_config, check_model_config, compose_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "tests" / "workflow"))
+from _workflow_helpers import make_workdir  # noqa: E402
+
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"  # the main env (scripts/install.sh)
 TRAIN_ENV = REPO / "workflow" / "envs" / "train-verl.yaml"
 
 
-def train_commands() -> dict[str, list[str]]:
-    """{`<dataset>-<variant>`: the `engines.train` argv} of every train_grpo job of the paper DAG."""
+def train_commands(work: Path) -> dict[str, list[str]]:
+    """{`<dataset>-<variant>`: the `engines.train` argv} of every train_grpo job of the paper DAG, from a
+    dry-run in work (a make_workdir directory, never the work tree)."""
     if not SNAKEMAKE.exists():
         pytest.skip(f"{SNAKEMAKE} is missing: the main env (scripts/install.sh) runs the dry-run")
     env = {**os.environ, "PATH": f"{SNAKEMAKE.parent}:{os.environ['PATH']}"}
     proc = subprocess.run(
         [str(SNAKEMAKE), "-n", "-p", "--forceall", "--configfile", "config/paper.yaml"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+        cwd=work, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     jobs = {}
@@ -50,8 +56,13 @@ def train_commands() -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def jobs():
-    return train_commands()
+def workdir(tmp_path_factory):
+    return make_workdir(tmp_path_factory.mktemp("paper_jobs"))
+
+
+@pytest.fixture(scope="module")
+def jobs(workdir):
+    return train_commands(workdir)
 
 
 def option(argv: list[str], flag: str) -> str:
