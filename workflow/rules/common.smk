@@ -3,17 +3,31 @@ import os
 import shlex
 import posixpath
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from toolcall_repro.archive import archive_name, code_tag
 from toolcall_repro.provenance import config_hash
+from toolcall_repro.runconfig import (
+    ConfigError,
+    check_config,
+    compose_run,
+    dataset_setting as _dataset_setting,
+    schema_error,
+)
 
 
 report: "../report/workflow.rst"
 
 
-# A bad config fails here, before any job, with the offending key named.
-validate(config, "../schemas/config.schema.yaml")
+# A bad config fails here, before any job, in a few lines naming the key, the value and what is allowed:
+# the schema (one key at a time; its first complaint, not the schema and config dump), then every
+# training run the DAG builds (cross-key rules: m <= n, engine limits, probe schedule; runconfig.py).
+try:
+    validate(config, "../schemas/config.schema.yaml")
+except WorkflowError as err:
+    raise ConfigError(schema_error(err)) from None
+check_config(config)
 # Beyond one key: the tiny base model is warm-started on the data, so the held-out splits need a reserve.
 if config["model"]["base"] == "tiny" and config["filter"]["reserve_fraction"] == 0:
     raise ValueError(
@@ -29,8 +43,6 @@ WARMSTART_THREADS = config["engines"].get("warmstart_threads", THREADS)
 SETTINGS = ["single_turn", "multi_turn"]
 SOURCES = ["xlam", "toolace", "looptool"]
 VERL = config["train"].get("verl", {"nodes": 1, "gpus_per_node": 0})
-# The paper's filter policy: 80 GRPO steps on Tool-N1's data with the single-turn settings.
-FILTER_POLICY_STEPS = 80
 # Archives live outside results/<run_id> (Snakemake deletes the old outputs of every job it reruns), named
 # for the run id, the code commit and the config's sha256: a changed knob writes a second archive beside
 # the first, the same code and config the same name.
@@ -244,27 +256,12 @@ def model_spec(tag):
 
 
 def dataset_setting(dataset):
-    if dataset in SETTINGS:
-        return dataset
-    if dataset == "tooln1":
-        return "single_turn"
-    return config["train"]["format_study"]["setting"]
+    return _dataset_setting(config, dataset)
 
 
 def run_config(dataset, variant):
-    """Hyper-parameters of one training run: its setting and its variant, nothing else."""
-    setting = dataset_setting(dataset)
-    hp = dict(subtree("train", "settings", setting))
-    if dataset.startswith("format_"):
-        hp["epochs"] = config["train"]["format_study"]["epochs"]
-    if dataset == "tooln1":
-        hp["max_steps"] = FILTER_POLICY_STEPS
-    var = dict(subtree("train", "variants", variant))
-    # per_setting: what a variant changes for one setting only (the paper's n=16 is multi-turn only).
-    var.update(var.pop("per_setting", {}).get(setting) or {})
-    if "n" in var:
-        hp["n"] = var.pop("n")
-    return {"setting": setting, "variant": variant, **hp, **var}
+    """Hyper-parameters of one training run: its setting and its variant (runconfig.compose_run)."""
+    return compose_run(config, dataset, variant)
 
 
 def heldout_for(dataset):

@@ -14,6 +14,7 @@ from toolcall_repro.rl.downsample import (
     random_subset,
     select_subset,
 )
+from toolcall_repro.rl.loss_modes import LOSS_AGG_MODES
 from toolcall_repro.rl.metrics import (
     CURVE_KEYS,
     STEP_KEYS,
@@ -24,11 +25,12 @@ from toolcall_repro.rl.metrics import (
     step_metrics,
     without_timings,
 )
-from toolcall_repro.rl.prefilter import SEMANTICS, StreakFilter
+from toolcall_repro.rl.prefilter import SEMANTICS, StreakFilter, filter_problems
 
 __all__ = [
     "CURVE_KEYS",
     "GROUP_TYPES",
+    "LOSS_AGG_MODES",
     "SCOPES",
     "SELECTIONS",
     "SEMANTICS",
@@ -36,6 +38,7 @@ __all__ = [
     "TIMING_KEYS",
     "TRANSITION_KEYS",
     "StreakFilter",
+    "filter_problems",
     "full_set_reward",
     "group_advantages",
     "group_type",

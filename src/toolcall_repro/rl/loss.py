@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import torch
 
-LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean")
+from toolcall_repro.rl.loss_modes import LOSS_AGG_MODES
+
+__all__ = ["LOSS_AGG_MODES", "agg_loss", "masked_mean", "policy_loss"]
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -20,6 +20,37 @@ from toolcall_repro.rl.advantage import GROUP_TYPES, as_rewards, group_type
 SEMANTICS = ("temporary", "permanent")
 
 
+def filter_problems(
+    k: int | None,
+    probe_every: int | None = None,
+    probe_fraction: float = 0.0,
+    semantics: str = "temporary",
+    all_wrong_k: int | None = None,
+) -> list[str]:
+    """What is wrong with a filter's settings (empty: nothing); the one home of the probe schedule rule,
+    read by `StreakFilter` and by the config check before any job (toolcall_repro.runconfig)."""
+    out = []
+    for name, value in (("k", k), ("all_wrong_k", all_wrong_k), ("probe_every", probe_every)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            out.append(f"{name} must be None or an int >= 1, got {value!r}")
+    if isinstance(probe_fraction, bool) or not isinstance(probe_fraction, (int, float)):
+        return [*out, f"probe_fraction must be a number in [0, 1], got {probe_fraction!r}"]
+    if not 0.0 <= float(probe_fraction) <= 1.0:
+        out.append(f"probe_fraction must be in [0, 1], got {probe_fraction}")
+    if semantics not in SEMANTICS:
+        out.append(f"semantics must be one of {SEMANTICS}, got {semantics!r}")
+    probes = probe_every is not None or probe_fraction > 0
+    skips = k is not None or all_wrong_k is not None
+    if semantics == "permanent" and probes:
+        out.append("semantics='permanent' never re-probes: set probe_every=None, probe_fraction=0")
+    if semantics == "temporary" and skips and not probes:
+        out.append(
+            "semantics='temporary' needs probe_every or probe_fraction > 0: "
+            "without probes a skip never ends (use semantics='permanent' for that)"
+        )
+    return out
+
+
 @dataclass
 class PromptState:
     all_correct_streak: int = 0
@@ -50,22 +81,9 @@ class StreakFilter:
         all_wrong_k: int | None = None,
         correct: float = 1.0,
     ) -> None:
-        for name, value in (("k", k), ("all_wrong_k", all_wrong_k), ("probe_every", probe_every)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                raise ValueError(f"{name} must be None or an int >= 1, got {value!r}")
-        if not 0.0 <= float(probe_fraction) <= 1.0:
-            raise ValueError(f"probe_fraction must be in [0, 1], got {probe_fraction}")
-        if semantics not in SEMANTICS:
-            raise ValueError(f"semantics must be one of {SEMANTICS}, got {semantics!r}")
-        probes = probe_every is not None or probe_fraction > 0
-        skips = k is not None or all_wrong_k is not None
-        if semantics == "permanent" and probes:
-            raise ValueError("semantics='permanent' never re-probes: set probe_every=None, probe_fraction=0")
-        if semantics == "temporary" and skips and not probes:
-            raise ValueError(
-                "semantics='temporary' needs probe_every or probe_fraction > 0: "
-                "without probes a skip never ends (use semantics='permanent' for that)"
-            )
+        problems = filter_problems(k, probe_every, probe_fraction, semantics, all_wrong_k)
+        if problems:
+            raise ValueError(problems[0])
         self.k, self.all_wrong_k = k, all_wrong_k
         self.probe_every, self.probe_fraction = probe_every, float(probe_fraction)
         self.semantics, self.seed, self.correct = semantics, int(seed), float(correct)

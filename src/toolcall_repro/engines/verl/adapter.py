@@ -38,8 +38,8 @@ from toolcall_repro.engines.verl.batch import (
     token_counts,
 )
 from toolcall_repro.rl import StreakFilter, step_metrics, without_timings
+from toolcall_repro.runconfig import FILTER_KEYS
 
-FILTER_KEYS = ("k", "probe_every", "probe_fraction", "semantics", "all_wrong_k")
 CHECKPOINT_STATE = "toolcall_state.json"  # in each global_step_<N>/: fingerprint, step, sampler + filter
 
 

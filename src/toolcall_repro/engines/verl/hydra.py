@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from toolcall_repro.rl import SCOPES, SELECTIONS, SEMANTICS
+from toolcall_repro.runconfig import LOSS_AGG, M_MIN, ConfigError, run_problems
 
 REWARD_MODULE = "pkg://toolcall_repro.engines.verl.reward"
 PROJECT = "toolcall-repro"
@@ -57,12 +57,12 @@ RUN_KEYS = (
     "loss_agg",
     "checkpoint_every",
 )
-LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "token-sum")
+LOSS_AGG_MODES = LOSS_AGG["verl"]  # the registry is runconfig.LOSS_AGG (local modes + verl-only ones)
 ATTN_IMPLEMENTATIONS = ("auto", "flash_attention_2", "sdpa", "eager")
 
 
-class VerlConfigError(ValueError):
-    """A run config that verl would reject (or accept and then train wrongly); names the keys."""
+# A run config that verl would reject (or accept and then train wrongly): the one config error type.
+VerlConfigError = ConfigError
 
 
 @dataclass(frozen=True)
@@ -165,8 +165,8 @@ def geometry(run: Mapping, verl: Mapping) -> Geometry:
         raise VerlConfigError(f"GRPO needs n >= 2 rollouts per prompt, got n={n}")
     down = run.get("downsample")
     m = int(down["m"]) if down else n
-    if not 2 <= m <= n:
-        raise VerlConfigError(f"downsample.m must be in [2, n={n}], got {m}")
+    if not M_MIN <= m <= n:
+        raise VerlConfigError(f"downsample.m must be in [{M_MIN}, n={n}], got {m}")
     mini = mini_batch_prompts(run, verl, prompts)
     if prompts % mini:
         raise VerlConfigError(f"batch_size={prompts} must be a multiple of ppo_mini_batch_size={mini}")
@@ -194,17 +194,10 @@ def geometry(run: Mapping, verl: Mapping) -> Geometry:
 
 
 def check_variant(run: Mapping) -> None:
-    filt, down = run.get("filter"), run.get("downsample")
-    if filt:
-        if filt.get("semantics", "temporary") not in SEMANTICS:
-            raise VerlConfigError(f"filter.semantics must be one of {SEMANTICS}")
-    if down:
-        if down.get("selection", "max_variance") not in SELECTIONS:
-            raise VerlConfigError(f"downsample.selection must be one of {SELECTIONS}")
-        if down.get("advantage_scope", "group") not in SCOPES:
-            raise VerlConfigError(f"downsample.advantage_scope must be one of {SCOPES}")
-    if run["loss_agg"] not in LOSS_AGG_MODES:
-        raise VerlConfigError(f"loss_agg must be one of {LOSS_AGG_MODES}, got {run['loss_agg']!r}")
+    """The run's keys and modes as both engines read them (runconfig), with verl's loss modes."""
+    problems = run_problems(run, "verl")
+    if problems:
+        raise VerlConfigError(problems[0])
 
 
 def attention(verl: Mapping, flash_attn_installed: bool) -> str:

@@ -1,0 +1,352 @@
+"""One training run's config, for both engines: composed from the workflow config, typed, checked once.
+
+A run is `train.settings.<setting>` merged with `train.variants.<variant>` (`compose_run`, which the
+workflow's `run_config` calls). `parse_run` turns that dict into a `RunConfig` for one engine;
+`validate_config` checks every run the DAG builds before any job, so a bad config fails in
+`snakemake -n` with a few lines naming the key, the value and what is allowed.
+
+The allowed values have one home each: selections, advantage scopes and filter semantics are the RL
+core's registries (`rl.SELECTIONS`, `rl.SCOPES`, `rl.SEMANTICS`), loss aggregation the modes each engine
+implements (`LOSS_AGG`), the filter's probe schedule rule `rl.filter_problems`. The JSON Schema
+(workflow/schemas/config.schema.yaml) lists the same sets; tests/test_runconfig.py holds them equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+
+from toolcall_repro.rl import LOSS_AGG_MODES, SCOPES, SELECTIONS, SEMANTICS, filter_problems
+
+ENGINES = ("local", "verl")
+# verl 0.9.1's core_algos.agg_loss also implements these; rl/loss.py (the local engine) does not, so
+# they are refused there when the config is read, not after the warm start and the filters have run.
+VERL_ONLY_LOSS_AGG = ("seq-mean-token-sum", "token-sum")
+LOSS_AGG = {"local": LOSS_AGG_MODES, "verl": LOSS_AGG_MODES + VERL_ONLY_LOSS_AGG}
+FILTER_KEYS = ("k", "probe_every", "probe_fraction", "semantics", "all_wrong_k")
+DOWNSAMPLE_KEYS = ("m", "selection", "advantage_scope")
+# m >= 2 on both engines (neither needs more in code: rl.downsample selects any 1 <= m <= n): a subset
+# of one rollout has no variance to maximise, and with advantage_scope subset its advantage is 0 by
+# definition, so the update would be empty. The embedded default and paper.yaml use m >= 2.
+M_MIN = 2
+# The paper's filter policy: 80 GRPO steps on Tool-N1's data with the single-turn settings.
+FILTER_POLICY_STEPS = 80
+SETTINGS = ("single_turn", "multi_turn")
+
+REQUIRED = (
+    "lr",
+    "batch_size",
+    "n",
+    "temperature",
+    "top_p",
+    "max_prompt_tokens",
+    "max_new_tokens",
+    "epochs",
+    "clip_low",
+    "clip_high",
+    "loss_agg",
+    "checkpoint_every",
+    "heldout_size",
+    "filter",
+    "downsample",
+)
+OPTIONAL = (
+    "setting",
+    "variant",
+    "max_steps",
+    "micro_batch_size",
+    "ppo_mini_batches",
+    "grad_clip",
+    "weight_decay",
+    "keep_checkpoints",
+    "eval_batch_size",
+    "share_prefix",
+)
+PASSTHROUGH = ("model",)  # the setting's hub model at paper scale: read by the workflow, not the engine
+ENGINE_KEYS = {"local": (), "verl": ("max_response_tokens",)}  # read by one engine only (hydra.py)
+
+
+class ConfigError(ValueError):
+    """A config a run would reject (or accept and then train wrongly); the message names key and value."""
+
+
+def must(key: str, allowed: str, value: object) -> str:
+    """The one shape of a config complaint: key, what is allowed, the value."""
+    return f"{key} must be {allowed}, got {value!r}"
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    k: int
+    probe_every: int | None = None
+    probe_fraction: float = 0.0
+    semantics: str = "temporary"
+    all_wrong_k: int | None = None
+
+
+@dataclass(frozen=True)
+class DownsampleConfig:
+    m: int
+    selection: str = "max_variance"
+    advantage_scope: str = "group"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    lr: float
+    batch_size: int
+    n: int
+    temperature: float
+    top_p: float
+    max_prompt_tokens: int
+    max_new_tokens: int
+    epochs: int
+    clip_low: float
+    clip_high: float
+    loss_agg: str
+    checkpoint_every: int
+    heldout_size: int
+    filter: FilterConfig | None
+    downsample: DownsampleConfig | None
+    setting: str | None = None
+    variant: str | None = None
+    max_steps: int | None = None
+    micro_batch_size: int = 1  # unpadded rows are fastest on a CPU (see update.response_log_probs)
+    ppo_mini_batches: int = 1
+    grad_clip: float = 1.0
+    weight_decay: float = 0.01
+    keep_checkpoints: int = 2
+    eval_batch_size: int = 20
+    share_prefix: bool = True
+    extra: dict = field(default_factory=dict)  # PASSTHROUGH keys (e.g. `model` at paper scale)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def run_problems(raw: Mapping, engine: str = "local", where: Mapping[str, str] | None = None) -> list[str]:
+    """Everything wrong with one run config for `engine`; `where` maps a run key to its config path."""
+    where = where or {}
+
+    def at(key: str) -> str:
+        head, _, rest = key.partition(".")
+        return where.get(head, head) + (f".{rest}" if rest else "")
+
+    if engine not in ENGINES:
+        return [must("engines.training", f"one of {ENGINES}", engine)]
+    missing = [k for k in REQUIRED if k not in raw]
+    unknown = sorted(set(raw) - set(REQUIRED) - set(OPTIONAL) - set(PASSTHROUGH) - set(ENGINE_KEYS[engine]))
+    if missing or unknown:
+        return [f"run config: missing keys {missing}, unknown keys {unknown}"]
+    out = []
+    for key in ("batch_size", "n", "max_prompt_tokens", "max_new_tokens", "epochs", "checkpoint_every"):
+        if not _int(raw[key]) or raw[key] < 1:
+            out.append(must(at(key), "an int >= 1", raw[key]))
+    if not _int(raw["heldout_size"]) or raw["heldout_size"] < 0:
+        out.append(must(at("heldout_size"), "an int >= 0", raw["heldout_size"]))
+    n = raw["n"]
+    if _int(n) and n == 1:
+        out.append(must(at("n"), "an int >= 2 (n >= 2: a group of one has no advantage)", n))
+    for key in ("lr", "temperature", "top_p", "clip_low", "clip_high"):
+        if not _number(raw[key]):
+            out.append(must(at(key), "a number", raw[key]))
+    if _number(raw["temperature"]) and raw["temperature"] <= 0:
+        out.append(must(at("temperature"), "> 0 for training rollouts", raw["temperature"]))
+    if _number(raw["top_p"]) and not 0 < raw["top_p"] <= 1:
+        out.append(must(at("top_p"), "in (0, 1] for training rollouts", raw["top_p"]))
+    if raw["loss_agg"] not in LOSS_AGG[engine]:
+        others = [e for e in ENGINES if e != engine and raw["loss_agg"] in LOSS_AGG[e]]
+        note = f" (only engines.training {others[0]} implements it)" if others else ""
+        out.append(must(at("loss_agg"), f"one of {LOSS_AGG[engine]} on engines.training {engine}", raw["loss_agg"]) + note)
+    filt = raw["filter"]
+    if filt is not None:
+        if not isinstance(filt, Mapping) or set(filt) - set(FILTER_KEYS) or "k" not in filt:
+            keys = sorted(filt) if isinstance(filt, Mapping) else filt
+            out.append(f"{at('filter')}: filter needs k and only {list(FILTER_KEYS)}, got {keys}")
+        else:
+            out += [f"{at('filter')}.{p}" for p in filter_problems(**filt)]
+            if filt["k"] is None:
+                out.append(must(at("filter.k"), "an int >= 1 (no filter: filter null)", None))
+    down = raw["downsample"]
+    if down is not None:
+        if not isinstance(down, Mapping) or set(down) - set(DOWNSAMPLE_KEYS) or "m" not in down:
+            keys = sorted(down) if isinstance(down, Mapping) else down
+            out.append(f"{at('downsample')}: downsample needs m and only {list(DOWNSAMPLE_KEYS)}, got {keys}")
+        else:
+            m = down["m"]
+            if not _int(m) or (_int(n) and not M_MIN <= m <= n):
+                n_from = f" ({where['n']}: {n})" if "n" in where else ""
+                out.append(must(at("downsample.m"), f"an int in [{M_MIN}, n={n}]{n_from}", m))
+            if down.get("selection", "max_variance") not in SELECTIONS:
+                out.append(must(at("downsample.selection"), f"one of {SELECTIONS}", down["selection"]))
+            if down.get("advantage_scope", "group") not in SCOPES:
+                out.append(must(at("downsample.advantage_scope"), f"one of {SCOPES}", down["advantage_scope"]))
+    if raw.get("max_steps") is not None and (not _int(raw["max_steps"]) or raw["max_steps"] < 1):
+        out.append(must(at("max_steps"), "an int >= 1 or null", raw["max_steps"]))
+    for key in ("micro_batch_size", "ppo_mini_batches", "keep_checkpoints", "eval_batch_size"):
+        if raw.get(key) is not None and (not _int(raw[key]) or raw[key] < 1):
+            out.append(must(at(key), "an int >= 1", raw[key]))
+    return out
+
+
+def parse_run(raw: Mapping, engine: str = "local") -> RunConfig:
+    """The typed run config; the first problem (`run_problems`) is a `ConfigError`."""
+    problems = run_problems(raw, engine)
+    if problems:
+        raise ConfigError(problems[0])
+    filt, down = raw["filter"], raw["downsample"]
+    return RunConfig(
+        lr=float(raw["lr"]),
+        batch_size=raw["batch_size"],
+        n=raw["n"],
+        temperature=float(raw["temperature"]),
+        top_p=float(raw["top_p"]),
+        max_prompt_tokens=raw["max_prompt_tokens"],
+        max_new_tokens=raw["max_new_tokens"],
+        epochs=raw["epochs"],
+        clip_low=float(raw["clip_low"]),
+        clip_high=float(raw["clip_high"]),
+        loss_agg=raw["loss_agg"],
+        checkpoint_every=raw["checkpoint_every"],
+        heldout_size=raw["heldout_size"],
+        filter=FilterConfig(**filt) if filt is not None else None,
+        downsample=DownsampleConfig(**down) if down is not None else None,
+        extra={k: raw[k] for k in PASSTHROUGH if k in raw},
+        **{k: raw[k] for k in OPTIONAL if raw.get(k) is not None},  # null: the default
+    )
+
+
+# --- the workflow's composition -------------------------------------------------------------------------
+
+
+def dataset_setting(config: Mapping, dataset: str) -> str:
+    """The setting whose hyper-parameters a training set uses (format study: train.format_study.setting)."""
+    if dataset in SETTINGS:
+        return dataset
+    if dataset == "tooln1":
+        return "single_turn"
+    return config["train"]["format_study"]["setting"]
+
+
+def compose_sources(config: Mapping, dataset: str, variant: str) -> tuple[dict, dict]:
+    """(run config, {run key: the config path it came from}) of one training run."""
+    setting = dataset_setting(config, dataset)
+    hp = dict(config["train"]["settings"][setting])
+    src = {k: f"train.settings.{setting}.{k}" for k in hp}
+    if dataset.startswith("format_"):
+        hp["epochs"] = config["train"]["format_study"]["epochs"]
+        src["epochs"] = "train.format_study.epochs"
+    if dataset == "tooln1":
+        hp["max_steps"] = FILTER_POLICY_STEPS
+        src["max_steps"] = "the Tool-N1 filter policy's max_steps"
+    var = dict(config["train"]["variants"][variant])
+    vsrc = {k: f"train.variants.{variant}.{k}" for k in var}
+    # per_setting: what a variant changes for one setting only (the paper's n=16 is multi-turn only).
+    per = var.pop("per_setting", {}).get(setting) or {}
+    var.update(per)
+    vsrc.update({k: f"train.variants.{variant}.per_setting.{setting}.{k}" for k in per})
+    if "n" in var:
+        hp["n"] = var.pop("n")
+        src["n"] = vsrc["n"]
+    src.update({k: vsrc[k] for k in var})
+    return {"setting": setting, "variant": variant, **hp, **var}, src
+
+
+def compose_run(config: Mapping, dataset: str, variant: str) -> dict:
+    """Hyper-parameters of one training run: its setting and its variant, nothing else."""
+    return compose_sources(config, dataset, variant)[0]
+
+
+def dag_runs(config: Mapping) -> list[tuple[str, str, str]]:
+    """(dataset, variant, where the config asks for it) of every training run the DAG can build."""
+    train = config["train"]
+    runs = [(s, v, f"train.runs.{s}") for s in SETTINGS for v in train["runs"].get(s) or []]
+    for setting, variants in sorted(((train.get("efficiency") or {}).get("runs") or {}).items()):
+        runs += [(setting, v, f"train.efficiency.runs.{setting}") for v in sorted(variants)]
+    fmt = train["format_study"]["variant"]
+    runs += [(d, fmt, "train.format_study.variant") for d in ("format_single", "format_multi")]
+    for tag, spec in sorted(config["evaluate"]["models"].items()):
+        if spec.get("source") == "train":
+            runs.append((spec.get("setting"), spec.get("variant"), f"evaluate.models.{tag}"))
+    model = config["model"]
+    if "train" in {model.get("filter_policy"), model.get("filter_policy_multi_turn")}:
+        runs.append(("tooln1", "vanilla", "model.filter_policy: train"))
+    seen, out = set(), []
+    for run in runs:
+        if run[:2] not in seen:
+            seen.add(run[:2])
+            out.append(run)
+    return out
+
+
+def validate_config(config: Mapping) -> list[str]:
+    """Every cross-key problem of the training runs the DAG builds (empty: none), each naming its key.
+
+    Needs a config that passed the JSON Schema (types and single-key limits are its job).
+    """
+    engine = config["engines"]["training"]
+    variants = config["train"]["variants"]
+    out: list[str] = []
+    for dataset, variant, asked in dag_runs(config):
+        if dataset not in SETTINGS and not dataset.startswith("format_") and dataset != "tooln1":
+            out.append(must(f"{asked}.setting", f"one of {SETTINGS}", dataset))
+            continue
+        if variant not in variants:
+            out.append(must(asked, f"a variant of train.variants {sorted(variants)}", variant))
+            continue
+        run, where = compose_sources(config, dataset, variant)
+        out += run_problems(run, engine, where)
+        if engine == "verl" and not out:
+            out += _verl_problems(run, config["train"].get("verl"), f"{dataset}/{variant}")
+    return list(dict.fromkeys(out))  # one variant read by two settings: one line
+
+
+def _verl_problems(run: Mapping, verl: Mapping | None, label: str) -> list[str]:
+    """verl's batch geometry (engines.verl.hydra.geometry: rows split over mini-batches and GPUs)."""
+    from toolcall_repro.engines.verl import hydra  # torch-free; imports this module
+
+    try:
+        hydra.geometry(run, verl)
+        hydra.max_steps(run)
+    except ConfigError as err:
+        return [f"train.verl with run {label}: {err}"]
+    return []
+
+
+def check_config(config: Mapping, limit: int = 5) -> None:
+    """`validate_config` as one short `ConfigError` (at most `limit` lines of problems)."""
+    problems = validate_config(config)
+    if problems:
+        lines = problems[:limit] + ([f"... and {len(problems) - limit} more"] if len(problems) > limit else [])
+        raise ConfigError("bad training config (checked before any job):\n  " + "\n  ".join(lines))
+
+def schema_error(err: BaseException) -> str:
+    """A JSON Schema failure in a few words: the offending key, its value, what is allowed."""
+    import jsonschema
+
+    # snakemake's validate raises its WorkflowError while handling jsonschema's ValidationError
+    e = err
+    while e is not None and not isinstance(e, jsonschema.ValidationError):
+        e = e.__cause__ or e.__context__
+    if e is None:
+        return str(err).splitlines()[0]
+    key = ".".join(str(p) for p in e.absolute_path) or "(top level)"
+    if e.validator == "additionalProperties":
+        allowed = sorted(e.schema.get("properties", {}))
+        return f"config {key}: {e.message.split(' (')[-1].rstrip(')')}; allowed keys: {allowed}"
+    if e.validator == "required":
+        return f"config {key}: {e.message}"
+    if e.validator == "enum":
+        return must(f"config {key}", f"one of {e.validator_value}", e.instance)
+    shown = repr(e.instance)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return f"config {key}: {e.message if len(e.message) <= 160 else e.message[:157] + '...'} (value {shown})"
