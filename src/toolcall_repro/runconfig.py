@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
-from toolcall_repro.rl import LOSS_AGG_MODES, SCOPES, SELECTIONS, SEMANTICS, filter_problems
+from toolcall_repro.rl import LOSS_AGG_MODES, SCOPES, SELECTIONS, filter_problems
 
 ENGINES = ("local", "verl")
 # verl 0.9.1's core_algos.agg_loss also implements these; rl/loss.py (the local engine) does not, so
@@ -165,7 +165,10 @@ def run_problems(raw: Mapping, engine: str = "local", where: Mapping[str, str] |
     if raw["loss_agg"] not in LOSS_AGG[engine]:
         others = [e for e in ENGINES if e != engine and raw["loss_agg"] in LOSS_AGG[e]]
         note = f" (only engines.training {others[0]} implements it)" if others else ""
-        out.append(must(at("loss_agg"), f"one of {LOSS_AGG[engine]} on engines.training {engine}", raw["loss_agg"]) + note)
+        out.append(
+            must(at("loss_agg"), f"one of {LOSS_AGG[engine]} on engines.training {engine}", raw["loss_agg"])
+            + note
+        )
     filt = raw["filter"]
     if filt is not None:
         if not isinstance(filt, Mapping) or set(filt) - set(FILTER_KEYS) or "k" not in filt:
@@ -188,7 +191,9 @@ def run_problems(raw: Mapping, engine: str = "local", where: Mapping[str, str] |
             if down.get("selection", "max_variance") not in SELECTIONS:
                 out.append(must(at("downsample.selection"), f"one of {SELECTIONS}", down["selection"]))
             if down.get("advantage_scope", "group") not in SCOPES:
-                out.append(must(at("downsample.advantage_scope"), f"one of {SCOPES}", down["advantage_scope"]))
+                out.append(
+                    must(at("downsample.advantage_scope"), f"one of {SCOPES}", down["advantage_scope"])
+                )
     if raw.get("max_steps") is not None and (not _int(raw["max_steps"]) or raw["max_steps"] < 1):
         out.append(must(at("max_steps"), "an int >= 1 or null", raw["max_steps"]))
     for key in ("micro_batch_size", "ppo_mini_batches", "keep_checkpoints", "eval_batch_size"):
@@ -325,8 +330,11 @@ def check_config(config: Mapping, limit: int = 5) -> None:
     """`validate_config` as one short `ConfigError` (at most `limit` lines of problems)."""
     problems = validate_config(config)
     if problems:
-        lines = problems[:limit] + ([f"... and {len(problems) - limit} more"] if len(problems) > limit else [])
+        lines = problems[:limit] + (
+            [f"... and {len(problems) - limit} more"] if len(problems) > limit else []
+        )
         raise ConfigError("bad training config (checked before any job):\n  " + "\n  ".join(lines))
+
 
 def schema_error(err: BaseException) -> str:
     """A JSON Schema failure in a few words: the offending key, its value, what is allowed."""
@@ -338,6 +346,8 @@ def schema_error(err: BaseException) -> str:
         e = e.__cause__ or e.__context__
     if e is None:
         return str(err).splitlines()[0]
+    if e.context:  # oneOf / anyOf: the branch that came closest says more than "not valid under any"
+        e = jsonschema.exceptions.best_match(e.context)
     key = ".".join(str(p) for p in e.absolute_path) or "(top level)"
     if e.validator == "additionalProperties":
         allowed = sorted(e.schema.get("properties", {}))

@@ -1,0 +1,154 @@
+"""The one training-run config: the schema and the registries agree, and every cross-key rule fails
+before any job with a short message naming key, value and what is allowed."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from toolcall_repro import runconfig as rc
+from toolcall_repro.rl import LOSS_AGG_MODES, SCOPES, SELECTIONS, SEMANTICS
+from toolcall_repro.rl.loss import agg_loss
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA_PATH = REPO / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA = yaml.safe_load(SCHEMA_PATH.read_text())
+DEFS = SCHEMA["$defs"]
+SHIPPED = ["config/config.yaml", "config/paper.yaml", ".test/config.yaml"]
+
+
+def load(path="config/config.yaml") -> dict:
+    return yaml.safe_load((REPO / path).read_text())
+
+
+def test_schema_and_registries_are_the_same_sets():
+    setting, filt, down = DEFS["setting"]["properties"], DEFS["filter_rule"], DEFS["downsample_rule"]
+    assert set(setting["loss_agg"]["enum"]) == {m for modes in rc.LOSS_AGG.values() for m in modes}
+    assert set(down["properties"]["selection"]["enum"]) == set(SELECTIONS)
+    assert set(down["properties"]["advantage_scope"]["enum"]) == set(SCOPES)
+    assert set(filt["properties"]["semantics"]["enum"]) == set(SEMANTICS)
+    assert set(filt["properties"]) == set(rc.FILTER_KEYS)
+    assert set(down["properties"]) == set(rc.DOWNSAMPLE_KEYS)
+    assert down["properties"]["m"]["minimum"] == rc.M_MIN
+    assert filt["properties"]["probe_every"]["minimum"] == 1  # StreakFilter's (rl.filter_problems)
+    # every key a setting may set is a run key, and the schema requires what the run config requires
+    run_keys = set(rc.REQUIRED) | set(rc.OPTIONAL) | set(rc.PASSTHROUGH)
+    assert set(setting) <= run_keys
+    assert set(DEFS["setting"]["required"]) | set(DEFS["variant"]["required"]) == set(rc.REQUIRED)
+    n_limits = {DEFS[d]["properties"]["n"]["minimum"] for d in ("setting", "variant", "variant_override")}
+    assert n_limits == {2}
+
+
+def test_the_local_loss_modes_are_what_agg_loss_implements():
+    loss, mask = torch.tensor([[1.0, 2.0], [3.0, 0.0]]), torch.tensor([[1, 1], [1, 0]])
+    for mode in LOSS_AGG_MODES:
+        assert torch.isfinite(agg_loss(loss, mask, mode))
+    for mode in rc.VERL_ONLY_LOSS_AGG:
+        with pytest.raises(ValueError, match="loss_agg_mode"):
+            agg_loss(loss, mask, mode)
+
+
+@pytest.mark.parametrize("path", SHIPPED)
+def test_shipped_configs_pass_and_compose_every_run(path):
+    cfg = load(path)
+    assert rc.validate_config(cfg) == []
+    for dataset, variant, _ in rc.dag_runs(cfg):
+        run = rc.parse_run(rc.compose_run(cfg, dataset, variant), cfg["engines"]["training"])
+        assert run.setting == rc.dataset_setting(cfg, dataset) and run.variant == variant
+
+
+def test_paper_efficient_multi_turn_takes_its_per_setting_n_and_m():
+    cfg = load("config/paper.yaml")
+    run, where = rc.compose_sources(cfg, "multi_turn", "efficient")
+    assert (run["n"], run["downsample"]["m"]) == (16, 8)
+    assert where["n"] == "train.variants.efficient.per_setting.multi_turn.n"
+    assert rc.compose_run(cfg, "single_turn", "efficient")["n"] == 8
+    assert rc.compose_run(cfg, "tooln1", "vanilla")["max_steps"] == rc.FILTER_POLICY_STEPS
+    assert rc.compose_run(cfg, "format_multi", "vanilla")["epochs"] == cfg["train"]["format_study"]["epochs"]
+
+
+def short(message: str) -> str:
+    assert len(message.splitlines()) < 10, message
+    return message
+
+
+def test_m_above_n_names_the_variant_key_the_value_and_the_range():
+    cfg = load()
+    cfg["train"]["variants"]["efficient"]["downsample"]["m"] = 12
+    validate(copy.deepcopy(cfg), str(SCHEMA_PATH))  # one key at a time it is fine: a cross-key rule
+    with pytest.raises(rc.ConfigError) as err:
+        rc.check_config(cfg)
+    msg = short(str(err.value))
+    assert "train.variants.efficient.downsample.m must be an int in [2, n=8]" in msg
+    assert "got 12" in msg and "train.settings.single_turn.n: 8" in msg
+
+
+def test_a_verl_only_loss_mode_is_refused_on_the_local_engine_only():
+    cfg = load()
+    cfg["train"]["settings"]["single_turn"]["loss_agg"] = "seq-mean-token-sum"
+    validate(copy.deepcopy(cfg), str(SCHEMA_PATH))
+    msg = short("\n".join(rc.validate_config(cfg)))
+    assert "train.settings.single_turn.loss_agg must be one of ('token-mean', 'seq-mean-token-mean')" in msg
+    assert "got 'seq-mean-token-sum'" in msg and "only engines.training verl" in msg
+    paper = load("config/paper.yaml")
+    paper["train"]["settings"]["single_turn"]["loss_agg"] = "seq-mean-token-sum"
+    assert rc.validate_config(paper) == []
+
+
+def test_a_top_level_typo_is_one_line_naming_it_and_the_allowed_keys():
+    cfg = load()
+    cfg["trian"] = cfg.pop("train")
+    with pytest.raises(WorkflowError) as err:
+        validate(cfg, str(SCHEMA_PATH))
+    assert len(str(err.value).splitlines()) > 100  # what snakemake prints on its own
+    msg = short(rc.schema_error(err.value))
+    assert "'trian' was unexpected" in msg and "'train'" in msg
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        # the probe schedule: a permanent skip never probes, a temporary one must
+        (lambda c: c["train"]["variants"]["filter_only"]["filter"].update(semantics="permanent"),
+         "train.variants.filter_only.filter.semantics='permanent' never re-probes"),
+        (lambda c: c["train"]["variants"]["filter_only"]["filter"].update(probe_every=None),
+         "train.variants.filter_only.filter.semantics='temporary' needs probe_every"),
+        (lambda c: c["train"]["runs"].update(single_turn=["vanilla", "efficent"]),
+         "train.runs.single_turn must be a variant of train.variants"),
+        (lambda c: c["train"]["efficiency"]["runs"]["multi_turn"].update(fast=[0]),
+         "train.efficiency.runs.multi_turn must be a variant"),
+        (lambda c: c["train"]["variants"]["vanilla_n4"].update(n=4, downsample={
+            "m": 8, "selection": "max_variance", "advantage_scope": "group"}),
+         "train.variants.vanilla_n4.downsample.m must be an int in [2, n=4] (train.variants.vanilla_n4.n: 4)"),
+    ],
+)  # fmt: skip
+def test_cross_key_rules_name_the_key(change, named):
+    cfg = load()
+    cfg["train"]["efficiency"]["runs"]["single_turn"]["vanilla_n4"] = [0]
+    change(cfg)
+    validate(copy.deepcopy(cfg), str(SCHEMA_PATH))
+    msg = short("\n".join(rc.validate_config(cfg)))
+    assert named in msg
+
+
+def test_all_wrong_k_is_accepted_as_both_engines_accept_it():
+    cfg = load()
+    cfg["train"]["variants"]["filter_only"]["filter"]["all_wrong_k"] = 2
+    validate(copy.deepcopy(cfg), str(SCHEMA_PATH))
+    assert rc.validate_config(cfg) == []
+    run = rc.parse_run(rc.compose_run(cfg, "single_turn", "filter_only"))
+    assert run.filter == rc.FilterConfig(k=1, probe_every=2, probe_fraction=0.0, all_wrong_k=2)
+
+
+def test_verl_batch_geometry_is_checked_before_any_job():
+    cfg = load("config/paper.yaml")
+    cfg["train"]["verl"]["gpus_per_node"] = 6  # 128 x 8 rows do not split over 6 / ... ranks
+    cfg["train"]["verl"]["tensor_parallel"] = 4
+    msg = short("\n".join(rc.validate_config(cfg)))
+    assert "train.verl with run" in msg and "tensor_parallel=4 must divide gpus_per_node=6" in msg
