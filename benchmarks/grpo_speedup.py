@@ -23,6 +23,7 @@ import yaml
 
 from toolcall_repro.analysis.speedup import Curve, speedup_at_matched_accuracy
 from toolcall_repro.rl import predicted_speedup
+from toolcall_repro.runconfig import compose_run
 
 VARIANTS = ("vanilla", "efficient", "filter_only", "downsample_only")
 SETTINGS = ("single_turn", "multi_turn")
@@ -30,10 +31,7 @@ SETTINGS = ("single_turn", "multi_turn")
 
 def run_config(config: dict, setting: str, variant: str) -> dict:
     """The merged settings + variant subtree, as the workflow passes it to the engine."""
-    hp = dict(config["train"]["settings"][setting])
-    var = dict(config["train"]["variants"][variant])
-    var.update(var.pop("per_setting", {}).get(setting) or {})
-    return {"setting": setting, "variant": variant, **hp, **var}
+    return compose_run(config, setting, variant)
 
 
 def train_all(args, config: dict) -> Path:
