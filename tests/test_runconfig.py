@@ -29,6 +29,7 @@ def load(path="config/config.yaml") -> dict:
 
 def test_schema_and_registries_are_the_same_sets():
     setting, filt, down = DEFS["setting"]["properties"], DEFS["filter_rule"], DEFS["downsample_rule"]
+    assert set(SCHEMA["properties"]["engines"]["properties"]["training"]["enum"]) == set(rc.ENGINES)
     assert set(setting["loss_agg"]["enum"]) == {m for modes in rc.LOSS_AGG.values() for m in modes}
     assert set(down["properties"]["selection"]["enum"]) == set(SELECTIONS)
     assert set(down["properties"]["advantage_scope"]["enum"]) == set(SCOPES)
@@ -41,6 +42,7 @@ def test_schema_and_registries_are_the_same_sets():
     run_keys = set(rc.REQUIRED) | set(rc.OPTIONAL) | set(rc.PASSTHROUGH)
     assert set(setting) <= run_keys
     assert set(DEFS["setting"]["required"]) | set(DEFS["variant"]["required"]) == set(rc.REQUIRED)
+    assert setting["heldout_size"]["$ref"] == "#/$defs/posint" and max(rc.HELDOUT_MIN.values()) == 1
     n_limits = {DEFS[d]["properties"]["n"]["minimum"] for d in ("setting", "variant", "variant_override")}
     assert n_limits == {2}
 
@@ -152,3 +154,17 @@ def test_verl_batch_geometry_is_checked_before_any_job():
     cfg["train"]["verl"]["tensor_parallel"] = 4
     msg = short("\n".join(rc.validate_config(cfg)))
     assert "train.verl with run" in msg and "tensor_parallel=4 must divide gpus_per_node=6" in msg
+    del cfg["train"]["verl"]  # the workflow's default then gives the job no GPU
+    assert "gpus_per_node >= 1" in "\n".join(rc.validate_config(cfg))
+
+
+def test_engine_specific_limits_of_the_typed_config():
+    run = rc.compose_run(load(), "single_turn", "efficient")
+    assert rc.parse_run({**run, "heldout_size": 0}, "local").heldout_size == 0  # no held-out curve
+    with pytest.raises(rc.ConfigError, match="heldout_size must be an int >= 1 on engines.training verl"):
+        rc.parse_run({**run, "heldout_size": 0}, "verl")
+    with pytest.raises(rc.ConfigError, match=r"downsample.m must be an int in \[2, n=8\], got 1"):
+        rc.parse_run({**run, "downsample": {**run["downsample"], "m": 1}})
+    assert rc.parse_run({**run, "loss_agg": "token-sum"}, "verl").loss_agg == "token-sum"
+    with pytest.raises(rc.ConfigError, match="loss_agg must be one of"):
+        rc.parse_run({**run, "loss_agg": "token-sum"}, "local")

@@ -29,6 +29,10 @@ DOWNSAMPLE_KEYS = ("m", "selection", "advantage_scope")
 # of one rollout has no variance to maximise, and with advantage_scope subset its advantage is 0 by
 # definition, so the update would be empty. The embedded default and paper.yaml use m >= 2.
 M_MIN = 2
+# Held-out prompts scored at checkpoints: verl 0.9.1's trainer asserts a non-empty validation dataloader;
+# the local engine runs without one (no held-out curve: engine tests, benchmarks). The workflow's schema
+# asks >= 1 on both, since the curves and the efficiency report read held-out accuracy.
+HELDOUT_MIN = {"local": 0, "verl": 1}
 # The paper's filter policy: 80 GRPO steps on Tool-N1's data with the single-turn settings.
 FILTER_POLICY_STEPS = 80
 SETTINGS = ("single_turn", "multi_turn")
@@ -150,8 +154,14 @@ def run_problems(raw: Mapping, engine: str = "local", where: Mapping[str, str] |
     for key in ("batch_size", "n", "max_prompt_tokens", "max_new_tokens", "epochs", "checkpoint_every"):
         if not _int(raw[key]) or raw[key] < 1:
             out.append(must(at(key), "an int >= 1", raw[key]))
-    if not _int(raw["heldout_size"]) or raw["heldout_size"] < 0:
-        out.append(must(at("heldout_size"), "an int >= 0", raw["heldout_size"]))
+    if not _int(raw["heldout_size"]) or raw["heldout_size"] < HELDOUT_MIN[engine]:
+        out.append(
+            must(
+                at("heldout_size"),
+                f"an int >= {HELDOUT_MIN[engine]} on engines.training {engine}",
+                raw["heldout_size"],
+            )
+        )
     n = raw["n"]
     if _int(n) and n == 1:
         out.append(must(at("n"), "an int >= 2 (n >= 2: a group of one has no advantage)", n))
@@ -310,8 +320,15 @@ def validate_config(config: Mapping) -> list[str]:
         run, where = compose_sources(config, dataset, variant)
         out += run_problems(run, engine, where)
         if engine == "verl" and not out:
-            out += _verl_problems(run, config["train"].get("verl"), f"{dataset}/{variant}")
+            out += _verl_problems(run, _job_verl(config), f"{dataset}/{variant}")
     return list(dict.fromkeys(out))  # one variant read by two settings: one line
+
+
+def _job_verl(config: Mapping) -> dict:
+    """train.verl as a training job gets it (workflow common.smk: VERL, train_resources' nodes)."""
+    verl = dict(config["train"].get("verl") or {"nodes": 1, "gpus_per_node": 0})
+    nodes = (config.get("resources") or {}).get("train", {}).get("nodes")
+    return {**verl, "nodes": nodes} if nodes is not None else verl
 
 
 def _verl_problems(run: Mapping, verl: Mapping | None, label: str) -> list[str]:
