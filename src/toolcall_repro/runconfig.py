@@ -164,7 +164,7 @@ def run_problems(raw: Mapping, engine: str = "local", where: Mapping[str, str] |
         )
     n = raw["n"]
     if _int(n) and n == 1:
-        out.append(must(at("n"), "an int >= 2 (n >= 2: a group of one has no advantage)", n))
+        out.append(must(at("n"), "an int >= 2 (a group of one has no advantage)", n))
     for key in ("lr", "temperature", "top_p", "clip_low", "clip_high"):
         if not _number(raw[key]):
             out.append(must(at(key), "a number", raw[key]))
