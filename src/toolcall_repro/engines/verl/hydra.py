@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
-from toolcall_repro.runconfig import LOSS_AGG, M_MIN, ConfigError, run_problems
+from toolcall_repro.runconfig import LOSS_AGG, M_MIN, ConfigError, RunConfig, parse_run
 
 REWARD_MODULE = "pkg://toolcall_repro.engines.verl.reward"
 PROJECT = "toolcall-repro"
@@ -193,11 +193,9 @@ def geometry(run: Mapping, verl: Mapping) -> Geometry:
     return Geometry(prompts, n, m, mini, mini * m // n, dp)
 
 
-def check_variant(run: Mapping) -> None:
-    """The run's keys and modes as both engines read them (runconfig), with verl's loss modes."""
-    problems = run_problems(run, "verl")
-    if problems:
-        raise VerlConfigError(problems[0])
+def check_variant(run: Mapping) -> RunConfig:
+    """The typed run config both engines read (runconfig), with verl's limits (loss modes, held-out)."""
+    return parse_run(run, "verl")
 
 
 def attention(verl: Mapping, flash_attn_installed: bool) -> str:
@@ -268,21 +266,13 @@ def toolcall_section(
     run: Mapping, paths: RunPaths, seed: int, geo: Geometry, fingerprint: str | None = None
 ) -> dict:
     """Our settings, read by the trainer subclass and the sampler (config key `toolcall`)."""
-    down = run.get("downsample")
+    down = parse_run(run, "verl").downsample  # selection / advantage_scope defaults: DownsampleConfig's
     return {
         "setting": run.get("setting"),
         "variant": run.get("variant"),
         "seed": int(seed),
         "filter": dict(run["filter"]) if run.get("filter") else None,
-        "downsample": (
-            {
-                "m": int(down["m"]),
-                "selection": down.get("selection", "max_variance"),
-                "advantage_scope": down.get("advantage_scope", "group"),
-            }
-            if down
-            else None
-        ),
+        "downsample": asdict(down) if down else None,
         "scaled_mini_batch_size": geo.scaled_mini_prompts,
         "log_jsonl": paths.log_jsonl,
         "filter_state": paths.filter_state,
