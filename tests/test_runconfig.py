@@ -168,3 +168,21 @@ def test_engine_specific_limits_of_the_typed_config():
     assert rc.parse_run({**run, "loss_agg": "token-sum"}, "verl").loss_agg == "token-sum"
     with pytest.raises(rc.ConfigError, match="loss_agg must be one of"):
         rc.parse_run({**run, "loss_agg": "token-sum"}, "local")
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda c: c["evaluate"]["protocols"]["default"].update(template="pasted"),
+         "config evaluate.protocols.default.template must be one of ['native', 'context', 'context_all'], got 'pasted'"),
+        (lambda c: c["train"]["variants"]["efficient"]["filter"].update(probe_every=0),
+         "config train.variants.efficient.filter.probe_every: 0 is less than the minimum of 1"),
+        (lambda c: c["train"].pop("seed"), "config train: 'seed' is a required property"),
+    ],
+)  # fmt: skip
+def test_a_schema_failure_is_one_line_with_key_value_and_allowed(change, expected):
+    cfg = load()
+    change(cfg)
+    with pytest.raises(WorkflowError) as err:
+        validate(cfg, str(SCHEMA_PATH))
+    assert rc.schema_error(err.value) == expected

@@ -373,7 +373,8 @@ def schema_error(err: BaseException) -> str:
         return f"config {key}: {e.message}"
     if e.validator == "enum":
         return must(f"config {key}", f"one of {e.validator_value}", e.instance)
+    message = e.message if len(e.message) <= 160 else e.message[:157] + "..."
     shown = repr(e.instance)
-    if len(shown) > 80:
-        shown = shown[:77] + "..."
-    return f"config {key}: {e.message if len(e.message) <= 160 else e.message[:157] + '...'} (value {shown})"
+    if shown in message:  # jsonschema's message already quotes the value
+        return f"config {key}: {message}"
+    return f"config {key}: {message} (value {shown if len(shown) <= 80 else shown[:77] + '...'})"
