@@ -18,7 +18,7 @@ import re
 import warnings
 from typing import Any
 
-from toolcall_repro.calls import MAX_DEPTH, MAX_INT_DIGITS, ToolCallParseError
+from toolcall_repro.toolcall.calls import MAX_DEPTH, MAX_INT_DIGITS, ToolCallParseError
 
 # output that starts like a call list or a bare call is judged as one; anything else is a plain answer
 CALL_START_RE = re.compile(r"\A(\[|[A-Za-z_][A-Za-z0-9_.]*\()")
