@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.cmd == "summarise":
         from toolcall_repro.eval.bfcl.runner import write_json_atomic
-        from toolcall_repro.eval.bfcl.summary import summarise_seeds
+        from toolcall_repro.eval.seeds import summarise_seeds
 
         docs = [json.loads(Path(f).read_text()) for f in args.inputs]
         write_json_atomic(args.out, summarise_seeds(docs))
