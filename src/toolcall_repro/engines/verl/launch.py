@@ -121,14 +121,13 @@ def prompts_for_fingerprint(rows: list[dict]) -> list[tuple[str, str]]:
 def training_protocol_fns(tokenizer) -> tuple[ChatMessages, Render]:
     """The training protocol's chat messages (what verl templates) and its `render` (the check)."""
     from toolcall_repro import protocol
-    from toolcall_repro.engines.local.prompts import training_protocol
 
     if not hasattr(protocol, "chat_messages"):
         raise RuntimeError(
             "toolcall_repro.protocol.chat_messages(messages, tools, protocol) -> [{'role', 'content'}] is "
             "needed: verl applies the chat template itself, so it takes messages, not rendered text"
         )
-    proto = training_protocol()
+    proto = protocol.training_protocol()
     return (
         lambda messages, tools: protocol.chat_messages(messages, tools, proto),
         lambda messages, tools: protocol.render(messages, tools, proto, tokenizer),
