@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from toolcall_repro.analysis import efficiency, figures, loaders, tables, tabular
-from toolcall_repro.provenance import atomic_write_text
+from toolcall_repro.io import atomic_write_text
 
 TABLE_NAMES = (
     "table4_bfcl",

@@ -20,7 +20,8 @@ import time
 from toolcall_repro.configarg import load_config_arg
 from toolcall_repro.data import filters
 from toolcall_repro.data.schema import read_samples, write_samples
-from toolcall_repro.provenance import atomic_write_json, sha256_file
+from toolcall_repro.io import atomic_write_json
+from toolcall_repro.provenance import sha256_file
 
 
 def _read_all(paths: list[str]) -> tuple[list, list[dict]]:

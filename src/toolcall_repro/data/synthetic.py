@@ -22,7 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from toolcall_repro.configarg import load_config_arg
-from toolcall_repro.data.schema import write_jsonl
 from toolcall_repro.data.synthetic_tools import (
     THANKS,
     TOOLS,
@@ -33,6 +32,7 @@ from toolcall_repro.data.synthetic_tools import (
     summary,
     tool_result,
 )
+from toolcall_repro.io import write_jsonl
 from toolcall_repro.toolcall import format_tool_calls
 
 TOOLACE_SYSTEM = (

@@ -31,8 +31,8 @@ from toolcall_repro.configarg import load_config_arg
 from toolcall_repro.data.schema import Sample, read_samples
 from toolcall_repro.data.split import conversation_key, is_reserved, reserve_score
 from toolcall_repro.eval.seeds import summarise_seeds
+from toolcall_repro.io import atomic_write_json
 from toolcall_repro.protocol import protocol_card, render
-from toolcall_repro.provenance import atomic_write_json
 from toolcall_repro.rewards import SETTINGS, multi_turn_reward
 
 BENCHMARK = "heldout-reserve"
