@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from toolcall_repro.analysis import efficiency, figures, loaders, tables, tabular
-from toolcall_repro.io import atomic_write_text
+from toolcall_repro.io import atomic_path, atomic_write_text
 
 TABLE_NAMES = (
     "table4_bfcl",
@@ -233,12 +233,10 @@ def write_figures(items: list[figures.Fig], out_dir: str | Path) -> list[Path]:
     for f in items:
         for ext in ("png", "pdf"):
             path = out_dir / ext / f"{f.name}.{ext}"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp.{ext}")
             # Fixed metadata so the same data gives the same PDF bytes.
             meta = {"CreationDate": None} if ext == "pdf" else {"Software": None}
-            f.figure.savefig(tmp, dpi=120, metadata=meta)
-            tmp.replace(path)
+            with atomic_path(path) as tmp:
+                f.figure.savefig(tmp, format=ext, dpi=120, metadata=meta)
             written.append(path)
         index += [
             f"## {f.name}",

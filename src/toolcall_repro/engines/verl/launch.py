@@ -25,7 +25,7 @@ from toolcall_repro.engines.fingerprint import run_fingerprint
 from toolcall_repro.engines.verl import hydra
 from toolcall_repro.engines.verl.data import ChatMessages, Render, to_verl_rows, verl_table
 from toolcall_repro.engines.verl.metrics import convert, read_log, summary
-from toolcall_repro.io import atomic_path, atomic_write_json, write_jsonl
+from toolcall_repro.io import atomic_path, atomic_write_json, atomic_write_text, write_jsonl
 
 RUN_JSON = "run.json"
 OVERRIDES = "overrides.txt"
@@ -104,9 +104,7 @@ def carry_log(work: Path, resume_step: int | None, job_start_s: float | None) ->
     else:
         last_log_s = current.stat().st_mtime if current.is_file() else None
         kept = [line for step, line in _log_lines(previous) + _log_lines(current) if step <= resume_step]
-        tmp = previous.with_name(previous.name + ".tmp")
-        tmp.write_text("".join(f"{line}\n" for line in kept))
-        tmp.replace(previous)
+        atomic_write_text(previous, "".join(f"{line}\n" for line in kept))
         current.unlink(missing_ok=True)
         attempts = json.loads(attempts_file.read_text()) if attempts_file.is_file() else []
         if attempts:
