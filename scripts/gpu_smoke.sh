@@ -85,7 +85,7 @@ run "$MAIN_PYTHON" -m toolcall_repro.data.synthetic --source xlam --config '{"ro
   --seed 0 --out "$DATA/xlam.jsonl"
 run "$MAIN_PYTHON" -m toolcall_repro.data.normalise --source xlam --raw "$DATA/xlam.jsonl" \
   --out "$DATA/xlam.parquet" --rejects "$DATA/xlam.rejects.jsonl" --report "$DATA/xlam.report.json"
-run "$MAIN_PYTHON" -m toolcall_repro.data.filters pool --inputs "$DATA/xlam.parquet" \
+run "$MAIN_PYTHON" -m toolcall_repro.data.filter_cli pool --inputs "$DATA/xlam.parquet" \
   --config '{"heldout_fraction": 0.2, "reserve_fraction": 0.0}' --seed 0 \
   --out-train "$DATA/train.parquet" --out-heldout "$DATA/heldout.parquet" --report "$DATA/pool.json"
 

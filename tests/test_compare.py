@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from toolcall_repro import archive, cli, compare, provenance
+from toolcall_repro import archive, cli, compare, io, provenance
 
 RUN_ID = "demo"
 T1, T2 = "2026-12-01T10:00:00Z", "2026-12-01T11:00:00Z"
@@ -121,8 +121,8 @@ def run_pipeline(cfg, finished):
             rule=rule, config_subtree=sub, inputs=inputs, outputs=declared, seeds={}, wall_s=1.0, cpu_s=1.0
         )
         m["finished_at"] = finished
-        provenance.atomic_write_json(path, m)
-    provenance.atomic_write_json(R("provenance.json"), provenance.run_record(R(), cfg))
+        io.atomic_write_json(path, m)
+    io.atomic_write_json(R("provenance.json"), provenance.run_record(R(), cfg))
 
 
 def changed(cfg):

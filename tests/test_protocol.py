@@ -487,3 +487,17 @@ def _tiny_tokenizer_for_chat_messages():
     tok = PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="[UNK]", eos_token="<|im_end|>")
     tok.chat_template = load_chat_template()
     return tok
+
+
+def test_training_protocol_is_one_definition_for_both_engines_and_the_filter():
+    from toolcall_repro.data.rollouts import make_protocol
+    from toolcall_repro.protocol import training_protocol
+
+    train = training_protocol()
+    assert (train.system_prompt, train.template, train.thinking) == ("stronger", "native", "drop")
+    sampling = {"temperature": 0.7, "top_p": 0.9, "max_new_tokens": 64}
+    rollouts = make_protocol(sampling, seed=3, backend_kind="transformers")
+    assert rollouts == dataclasses.replace(train, temperature=0.7, top_p=0.9, max_tokens=64, seed=3)
+    # a config's prompt knobs override training's; other protocol keys are not the filter's to set
+    other = make_protocol({**sampling, "protocol": {"thinking": "keep"}}, seed=3, backend_kind="transformers")
+    assert other.thinking == "keep" and other.system_prompt == "stronger"

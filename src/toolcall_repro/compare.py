@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from toolcall_repro.archive import ARCHIVE_MANIFEST, iter_members
-from toolcall_repro.provenance import atomic_write_text, config_hash
+from toolcall_repro.io import atomic_write_text
+from toolcall_repro.provenance import config_hash
 
 REF_PREFIXES = ("source", "manifest")  # table columns that name files, not results
 MISSING = "(absent)"

@@ -145,6 +145,17 @@ class Protocol:
         return cls(**data)
 
 
+# The protocol the paper trains with: stronger system prompt, native multi-turn template, earlier thinking
+# dropped. Both engines render training prompts with it, and the filter's rollouts with it plus their own
+# sampling knobs; this is its one definition.
+TRAINING_KNOBS = {"system_prompt": "stronger", "template": "native", "thinking": "drop"}
+
+
+def training_protocol(**knobs: Any) -> Protocol:
+    """The training protocol; `knobs` override any field (sampling knobs, or a config's prompt knobs)."""
+    return Protocol(**(TRAINING_KNOBS | knobs))
+
+
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise ValueError(f"unknown {name} {value!r}; expected one of {choices}")

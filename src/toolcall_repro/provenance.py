@@ -11,7 +11,6 @@ import argparse
 import hashlib
 import importlib.metadata
 import json
-import os
 import platform
 import resource
 import subprocess
@@ -19,6 +18,8 @@ import sys
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from toolcall_repro.io import atomic_write_json
 
 TRACKED_PACKAGES = (
     "toolcall-repro",
@@ -89,18 +90,6 @@ def git_state(cwd: str | Path = ".") -> dict[str, object]:
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no")
     return {"commit": commit, "dirty": None if status is None else bool(status)}
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def atomic_write_json(path: str | Path, obj: object) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
 def build_manifest(

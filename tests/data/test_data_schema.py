@@ -13,9 +13,9 @@ from toolcall_repro.data.schema import (
     Sample,
     iter_jsonl,
     read_samples,
-    write_jsonl,
     write_samples,
 )
+from toolcall_repro.io import write_jsonl
 
 TOOL = {"name": "f", "description": "", "parameters": {"type": "object", "properties": {}, "required": []}}
 

@@ -36,7 +36,6 @@ if config["model"]["base"] == "tiny" and config["filter"]["reserve_fraction"] ==
     )
 
 RUN = os.path.join("results", config["run_id"])
-ENVS = "../envs"
 PAPER_SCALE = config["engines"]["training"] == "verl"
 THREADS = config["engines"]["threads"]
 WARMSTART_THREADS = config["engines"].get("warmstart_threads", THREADS)
@@ -209,10 +208,6 @@ def early_model_output():
 def base_model_dir():
     base = config["model"]["base"]
     return R("models", "base") if base == "tiny" else model_path(base)
-
-
-def train_dir(dataset, variant):
-    return R("train", dataset, variant)
 
 
 def final_model_dir(dataset, variant):

@@ -329,7 +329,7 @@ def write_report(run_dir, out_dir, cfg: Mapping) -> list:
     from pathlib import Path
 
     from toolcall_repro.analysis import report
-    from toolcall_repro.provenance import atomic_write_text
+    from toolcall_repro.io import atomic_write_text
 
     res = report.RunResults(run_dir)
     eff = dict(cfg.get("efficiency") or {})

@@ -19,7 +19,7 @@ from matplotlib.ticker import MaxNLocator
 from toolcall_repro.analysis import runstats
 from toolcall_repro.analysis.efficiency import by_setting_variant, run_curve
 from toolcall_repro.analysis.loaders import TrainingRun, card_field
-from toolcall_repro.analysis.tabular import percent_scale
+from toolcall_repro.analysis.tabular import is_missing, percent_scale
 
 PROTOCOL_FIELDS = ("system_prompt", "template", "thinking", "temperature", "top_p", "max_tokens", "backend")
 SINGLE, MULTI = "single_turn_mean_nl_l", "multi_turn"
@@ -100,7 +100,13 @@ def seed_spread(scores: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> Fig:
             vals = np.array(r["per_seed"], dtype=float) * scale
             offsets = np.linspace(-0.15, 0.15, len(vals)) if len(vals) > 1 else np.zeros(1)
             ax.scatter(i + offsets, vals, s=18, color="#555555", zorder=3)
-            ax.errorbar(i + 0.3, r["mean"] * scale, yerr=(r["std"] or 0) * scale, fmt="o", color="#c8553d")
+            ax.errorbar(
+                i + 0.3,
+                r["mean"] * scale,
+                yerr=0 if is_missing(r["std"]) else r["std"] * scale,
+                fmt="o",
+                color="#c8553d",
+            )
             labels.append(f"{r['model']}\n{r['protocol']}")
         ax.set_xticks(range(len(labels)), labels, fontsize=8)
         ax.set_xlim(-0.6, len(labels) - 0.2)

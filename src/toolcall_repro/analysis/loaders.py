@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from toolcall_repro import io
+
 SETTINGS = ("single_turn", "multi_turn")
 CARD_FIELDS = ("system_prompt", "template", "thinking")
 
@@ -35,18 +37,7 @@ def read_json(path: Path) -> dict:
 
 def read_jsonl(path: Path) -> pd.DataFrame:
     """One JSON object a line; a bad line is an error naming file and line (never skipped)."""
-    rows = []
-    for i, line in enumerate(Path(path).read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ResultFileError(f"{path}:{i}: not valid JSON ({e})") from e
-        if not isinstance(row, dict):
-            raise ResultFileError(f"{path}:{i}: expected a JSON object")
-        rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(io.read_jsonl(path, error=ResultFileError))
 
 
 # --- provenance -----------------------------------------------------------------------------------

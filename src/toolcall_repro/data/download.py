@@ -17,12 +17,11 @@ that is not on the Hub (e.g. Tool-N1's RL file) pass a builder and local files i
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
-from toolcall_repro.provenance import atomic_write_json, sha256_file
+from toolcall_repro.io import atomic_write_json, write_jsonl
+from toolcall_repro.provenance import sha256_file
 
 LOCAL_BUILDERS = ("json", "parquet", "csv")
 
@@ -38,16 +37,8 @@ def resolve_revision(hub_id: str, revision: str) -> str | None:
 
 
 def write_rows_jsonl(rows, out: str | Path) -> int:
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    n = 0
-    with open(tmp, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-            n += 1
-    os.replace(tmp, out)
-    return n
+    """Raw rows as the source has them (key order kept; values JSON cannot hold written as strings)."""
+    return write_jsonl(rows, out, sort_keys=False, default=str)
 
 
 def download(

@@ -1,14 +1,14 @@
-"""Command line of the filter stage (`python -m toolcall_repro.data.filters ...`): files and models in,
+"""Command line of the filter stage (`python -m toolcall_repro.data.filter_cli ...`): files and models in,
 files out; the decisions themselves live in `filters.py`.
 
-    python -m toolcall_repro.data.filters single-turn --inputs xlam.parquet toolace.parquet \
+    python -m toolcall_repro.data.filter_cli single-turn --inputs xlam.parquet toolace.parquet \
         --policy MODEL_DIR --backend transformers --config FILTER_JSON --seed S \
         --out-train OUT.parquet --out-heldout HELD.parquet --report REPORT.json --threads T
-    python -m toolcall_repro.data.filters multi-turn --inputs looptool.parquet ... (same options)
-    python -m toolcall_repro.data.filters format-subsets --single single_turn.parquet \
+    python -m toolcall_repro.data.filter_cli multi-turn --inputs looptool.parquet ... (same options)
+    python -m toolcall_repro.data.filter_cli format-subsets --single single_turn.parquet \
         --multi multi_turn.parquet --config '{"size": 700}' --seed S \
         --out-single format_single.parquet --out-multi format_multi.parquet --report REPORT.json
-    python -m toolcall_repro.data.filters pool --inputs xlam.parquet toolace.parquet \
+    python -m toolcall_repro.data.filter_cli pool --inputs xlam.parquet toolace.parquet \
         --config '{"heldout_fraction": 0.15}' --seed S --out-train T.parquet --out-heldout H.parquet
 """
 
@@ -20,7 +20,8 @@ import time
 from toolcall_repro.configarg import load_config_arg
 from toolcall_repro.data import filters
 from toolcall_repro.data.schema import read_samples, write_samples
-from toolcall_repro.provenance import atomic_write_json, sha256_file
+from toolcall_repro.io import atomic_write_json
+from toolcall_repro.provenance import sha256_file
 
 
 def _read_all(paths: list[str]) -> tuple[list, list[dict]]:
@@ -132,7 +133,7 @@ def _rollout_parser(sub, name: str, help_text: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m toolcall_repro.data.filters", description=__doc__.split("\n")[0]
+        prog="python -m toolcall_repro.data.filter_cli", description=__doc__.split("\n")[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
     _rollout_parser(sub, "single-turn", "xLAM + ToolACE: keep samples the policy gets right sometimes")

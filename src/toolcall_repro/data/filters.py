@@ -328,9 +328,3 @@ def pool_samples(samples: list[Sample], config: dict, seed: int) -> tuple[list[S
         chain.apply("dedupe", duplicate_rule())
     train, heldout = finish(chain, {k: v for k, v in config.items() if k != "target_size"}, seed, "pool")
     return train, heldout, _report("pool", samples, chain, {}, train, heldout, config)
-
-
-if __name__ == "__main__":
-    from toolcall_repro.data.filter_cli import main
-
-    main()

@@ -11,9 +11,10 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-from toolcall_repro.data.schema import iter_jsonl, write_jsonl, write_samples
+from toolcall_repro.data.schema import iter_jsonl, write_samples
 from toolcall_repro.data.sources import LOADERS, LoadResult, load_rows
-from toolcall_repro.provenance import atomic_write_json, sha256_file
+from toolcall_repro.io import atomic_write_json, write_jsonl
+from toolcall_repro.provenance import sha256_file
 
 
 def normalise_report(result: LoadResult, raw_path: str | Path, out_path: str | Path) -> dict:

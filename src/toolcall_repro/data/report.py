@@ -14,19 +14,16 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from toolcall_repro.provenance import atomic_write_json, atomic_write_text
+from toolcall_repro.io import atomic_write_json, atomic_write_text, iter_jsonl
 
 
 def rejects_summary(path: str | Path) -> dict:
     """Count a rejects file by reason; the source is named by the file (`<source>.rejects.jsonl`)."""
     reasons: Counter = Counter()
     source = Path(path).name.split(".")[0]
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                row = json.loads(line)
-                source = row.get("source", source)
-                reasons[row["reason"]] += 1
+    for _, row in iter_jsonl(path):
+        source = row.get("source", source)
+        reasons[row["reason"]] += 1
     return {
         "source": source,
         "file": str(path),

@@ -1,7 +1,7 @@
 """Filter rollouts through the one generation-backend interface (transformers on CPU, vLLM on GPU).
 
-Prompts are rendered with ``protocol.render`` exactly as training renders them (system prompt
-``stronger``, template ``native``, thinking ``drop``), and each rollout is scored with the reward of the
+Prompts are rendered with ``protocol.render`` under ``protocol.training_protocol`` (exactly as training
+renders them) with the step's sampling knobs, and each rollout is scored with the reward of the
 sample's own setting. The backend is passed in, so tests drive this with a scripted double.
 """
 
@@ -88,18 +88,13 @@ def rollout_summary(results: dict[str, Rollouts]) -> dict:
 # --------------------------------------------------------------------------------------------------------
 # production edge: the real backend, tokenizer and protocol
 # --------------------------------------------------------------------------------------------------------
-TRAINING_PROTOCOL = {"system_prompt": "stronger", "template": "native", "thinking": "drop"}
-
-
 def make_protocol(config: dict, seed: int, backend_kind: str):
     """The protocol filter prompts are rendered with: training's, with this step's sampling knobs."""
-    from toolcall_repro.protocol import Protocol
+    from toolcall_repro.protocol import TRAINING_KNOBS, training_protocol
 
-    knobs = TRAINING_PROTOCOL | dict(config.get("protocol") or {})
-    return Protocol(
-        system_prompt=knobs["system_prompt"],
-        template=knobs["template"],
-        thinking=knobs["thinking"],
+    knobs = dict(config.get("protocol") or {})
+    return training_protocol(
+        **{k: knobs[k] for k in TRAINING_KNOBS if k in knobs},
         temperature=float(config["temperature"]),
         top_p=float(config["top_p"]),
         max_tokens=int(config["max_new_tokens"]),

@@ -8,13 +8,15 @@ same rows always give the same bytes.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from toolcall_repro import io
+from toolcall_repro.io import atomic_path
 
 SOURCES = ("xlam", "toolace", "looptool", "tooln1")
 SETTINGS = ("single_turn", "multi_turn")
@@ -128,19 +130,12 @@ def check_calls_against_tools(calls: list[dict], tools: list[dict]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- I/O
-def _tmp_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp{os.getpid()}")
-
-
 def write_samples(samples: Iterable[Sample], path: str | Path) -> int:
     """Write samples to parquet atomically; same samples in the same order give the same bytes."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     rows = [s.row() for s in samples]
     table = pa.Table.from_pylist(rows, schema=PARQUET_SCHEMA)
-    tmp = _tmp_path(path)
-    pq.write_table(table, tmp, compression="zstd", store_schema=False)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd", store_schema=False)
     return len(rows)
 
 
@@ -152,35 +147,7 @@ def read_samples(path: str | Path) -> list[Sample]:
     return [Sample(**{c: row[c] for c in COLUMNS}) for row in table.select(list(COLUMNS)).to_pylist()]
 
 
-def write_jsonl(rows: Iterable[dict], path: str | Path) -> int:
-    """Write JSON lines atomically (sorted keys, so reruns compare byte for byte)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_path(path)
-    n = 0
-    with open(tmp, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(dumps(row) + "\n")
-            n += 1
-    os.replace(tmp, path)
-    return n
-
-
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict | MalformedRow]]:
-    """Yield (line index, row) for each non-blank line; an unreadable line yields a MalformedRow."""
-    with open(path, encoding="utf-8") as f:
-        for index, line in enumerate(f):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                yield index, MalformedRow("bad_json_line", f"{e}; line starts {line[:120]!r}")
-                continue
-            if not isinstance(row, dict):
-                yield (
-                    index,
-                    MalformedRow("bad_json_line", f"line holds a {type(row).__name__}, not an object"),
-                )
-                continue
-            yield index, row
+    """Yield (row index from 0, row) for each non-blank line; an unreadable line yields a MalformedRow."""
+    for number, row in io.iter_jsonl(path, keep_malformed=True):
+        yield number - 1, MalformedRow("bad_json_line", row.detail) if isinstance(row, io.JsonlError) else row

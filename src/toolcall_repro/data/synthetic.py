@@ -22,7 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from toolcall_repro.configarg import load_config_arg
-from toolcall_repro.data.schema import write_jsonl
 from toolcall_repro.data.synthetic_tools import (
     THANKS,
     TOOLS,
@@ -33,6 +32,7 @@ from toolcall_repro.data.synthetic_tools import (
     summary,
     tool_result,
 )
+from toolcall_repro.io import atomic_write_text, write_jsonl
 from toolcall_repro.toolcall import format_tool_calls
 
 TOOLACE_SYSTEM = (
@@ -259,13 +259,8 @@ def generate_rows(source: str, config: dict | None, seed: int) -> tuple[list[dic
 
 def write_raw(rows: list[dict | str], path: str | Path) -> int:
     """JSONL in the source's schema; a str row is written verbatim (the not-JSON line)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write((row if isinstance(row, str) else json.dumps(row, ensure_ascii=False)) + "\n")
-    tmp.replace(path)
+    lines = (row if isinstance(row, str) else json.dumps(row, ensure_ascii=False) for row in rows)
+    atomic_write_text(path, "".join(f"{line}\n" for line in lines))
     return len(rows)
 
 

@@ -16,7 +16,7 @@ the protocol's output format, so one number means the same thing under every pro
 One job per (model, protocol): the prompts are chosen and rendered once and sampled once per seed (a tiny
 model's job is mostly start-up), then `seeds.json` (one score document per seed), `summary.json` (the
 evaluation seeds) and `variance.json` (the seed-variance study's seeds) are written, summarised as BFCL's
-seed files are (`eval.bfcl.summary.summarise_seeds`).
+seed files are (`eval.seeds.summarise_seeds`).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from pathlib import Path
 from toolcall_repro.configarg import load_config_arg
 from toolcall_repro.data.schema import Sample, read_samples
 from toolcall_repro.data.split import conversation_key, is_reserved, reserve_score
-from toolcall_repro.eval.bfcl.summary import summarise_seeds
+from toolcall_repro.eval.seeds import summarise_seeds
+from toolcall_repro.io import atomic_write_json
 from toolcall_repro.protocol import protocol_card, render
-from toolcall_repro.provenance import atomic_write_json
 from toolcall_repro.rewards import SETTINGS, multi_turn_reward
 
 BENCHMARK = "heldout-reserve"

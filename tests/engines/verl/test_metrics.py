@@ -85,7 +85,7 @@ def test_final_validation_extends_the_curve_once(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("not json", "line 1: not JSON"),
+        ("not json", "verl log:1: not JSON"),
         ('{"step": 1}', "expected"),
         (
             '{"step": 2, "data": {"training/global_step": 1, "training/epoch": 0, "timing_s/step": 1}}',

@@ -135,7 +135,7 @@ def test_summarise_seeds_mean_std_and_consistency():
     assert summarise_seeds([_doc(0, 0.5)])["metrics"]["overall"]["std"] is None
     with pytest.raises(ValueError, match="differ in more than the seed"):
         summarise_seeds([_doc(0, 0.2), _doc(1, 0.4, model="other")])
-    with pytest.raises(ValueError, match="duplicate seeds"):
+    with pytest.raises(ValueError, match="repeated seeds"):
         summarise_seeds([_doc(0, 0.2), _doc(0, 0.4)])
 
 

@@ -24,7 +24,6 @@ import numpy as np
 import torch
 
 from toolcall_repro.configarg import load_config_arg
-from toolcall_repro.data.schema import write_jsonl
 from toolcall_repro.engines.fingerprint import run_fingerprint
 from toolcall_repro.engines.local.checkpoint import (
     checkpoint_fingerprint,
@@ -37,6 +36,7 @@ from toolcall_repro.engines.local.model import load_policy, save_hf_dir, set_thr
 from toolcall_repro.engines.local.prompts import PromptRecord, build_prompts, load_samples
 from toolcall_repro.engines.local.rollout import sample_groups
 from toolcall_repro.engines.local.update import UpdateRow, policy_update
+from toolcall_repro.io import write_jsonl
 from toolcall_repro.rewards import reward_for_setting
 from toolcall_repro.rl import StreakFilter, group_advantages, select_subset, step_metrics
 from toolcall_repro.rl.metrics import epoch_report
@@ -367,8 +367,7 @@ def run(args: argparse.Namespace, log=print) -> dict:
     save_hf_dir(model, tokenizer, out / "final")
     write_jsonl(trainer.state.curve, out / "curve.jsonl")
     write_jsonl(trainer.state.metrics, out / "metrics.jsonl")
-    write_jsonl([summary], out / ".summary.jsonl")
-    (out / ".summary.jsonl").replace(out / "summary.json")
+    write_jsonl([summary], out / "summary.json")  # one line, written last: the run's completion marker
     return summary
 
 

@@ -1,7 +1,7 @@
 """Training prompts from normalised samples: rendered with the shared protocol, tokenised, length-checked.
 
-Training prompts use the protocol the paper trains with (stronger system prompt, native multi-turn
-template, earlier thinking dropped). Prompts over `max_prompt_tokens` are dropped and counted.
+Training prompts use the protocol the paper trains with (`protocol.training_protocol`: stronger system
+prompt, native multi-turn template, earlier thinking dropped). Prompts over `max_prompt_tokens` are dropped and counted.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from transformers import PreTrainedTokenizerBase
 
 from toolcall_repro.data.schema import Sample, read_samples
+from toolcall_repro.protocol import render, training_protocol
 from toolcall_repro.toolcall import format_tool_calls
 
 # The answer a tiny model learns to write: an (empty) thinking block, then the calls in the XML/JSON format
@@ -23,16 +24,8 @@ THINK = "<think>\n</think>\n"
 NO_CALL_ANSWER = "all done."
 
 
-def training_protocol():
-    from toolcall_repro.protocol import Protocol
-
-    return Protocol(system_prompt="stronger", template="native", thinking="drop")
-
-
 def render_prompt(sample: Sample, tokenizer: PreTrainedTokenizerBase, protocol=None) -> str:
     """The exact prompt text (generation prompt appended) for one sample."""
-    from toolcall_repro.protocol import render
-
     return render(sample.messages_list, sample.tools_list, protocol or training_protocol(), tokenizer)
 
 

@@ -36,8 +36,9 @@ from toolcall_repro.data.filters import ids_digest
 from toolcall_repro.data.schema import Sample
 from toolcall_repro.data.split import partition
 from toolcall_repro.engines.local.model import build_model, save_hf_dir, set_threads, tiny_config
-from toolcall_repro.engines.local.prompts import answer_text, load_samples, render_prompt, training_protocol
+from toolcall_repro.engines.local.prompts import answer_text, load_samples, render_prompt
 from toolcall_repro.engines.local.tokenizer import provisional_tokenizer, train_tokenizer
+from toolcall_repro.protocol import training_protocol
 
 SFT_KEYS = ("vocab_size", "sft_steps", "sft_batch_size", "sft_lr")
 

@@ -37,6 +37,7 @@ from toolcall_repro.engines.verl.batch import (
     subset_with_advantages,
     token_counts,
 )
+from toolcall_repro.io import atomic_write_json
 from toolcall_repro.rl import StreakFilter, step_metrics, without_timings
 from toolcall_repro.runconfig import FILTER_KEYS
 
@@ -192,11 +193,7 @@ def _nan_for_none(metrics: Mapping) -> dict:
 
 
 def _write_json(path: str, obj: object) -> None:
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, sort_keys=True, allow_nan=False, default=str)
-    os.replace(tmp, path)
+    atomic_write_json(path, obj, indent=None, ensure_ascii=True, allow_nan=False, default=str)
 
 
 class ToolcallPPOTrainer(RayPPOTrainer):

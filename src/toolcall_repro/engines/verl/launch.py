@@ -25,6 +25,7 @@ from toolcall_repro.engines.fingerprint import run_fingerprint
 from toolcall_repro.engines.verl import hydra
 from toolcall_repro.engines.verl.data import ChatMessages, Render, to_verl_rows, verl_table
 from toolcall_repro.engines.verl.metrics import convert, read_log, summary
+from toolcall_repro.io import atomic_path, atomic_write_json, atomic_write_text, write_jsonl
 
 RUN_JSON = "run.json"
 OVERRIDES = "overrides.txt"
@@ -103,9 +104,7 @@ def carry_log(work: Path, resume_step: int | None, job_start_s: float | None) ->
     else:
         last_log_s = current.stat().st_mtime if current.is_file() else None
         kept = [line for step, line in _log_lines(previous) + _log_lines(current) if step <= resume_step]
-        tmp = previous.with_name(previous.name + ".tmp")
-        tmp.write_text("".join(f"{line}\n" for line in kept))
-        tmp.replace(previous)
+        atomic_write_text(previous, "".join(f"{line}\n" for line in kept))
         current.unlink(missing_ok=True)
         attempts = json.loads(attempts_file.read_text()) if attempts_file.is_file() else []
         if attempts:
@@ -121,14 +120,13 @@ def prompts_for_fingerprint(rows: list[dict]) -> list[tuple[str, str]]:
 def training_protocol_fns(tokenizer) -> tuple[ChatMessages, Render]:
     """The training protocol's chat messages (what verl templates) and its `render` (the check)."""
     from toolcall_repro import protocol
-    from toolcall_repro.engines.local.prompts import training_protocol
 
     if not hasattr(protocol, "chat_messages"):
         raise RuntimeError(
             "toolcall_repro.protocol.chat_messages(messages, tools, protocol) -> [{'role', 'content'}] is "
             "needed: verl applies the chat template itself, so it takes messages, not rendered text"
         )
-    proto = training_protocol()
+    proto = protocol.training_protocol()
     return (
         lambda messages, tools: protocol.chat_messages(messages, tools, proto),
         lambda messages, tools: protocol.render(messages, tools, proto, tokenizer),
@@ -147,19 +145,14 @@ def _finite(obj: object) -> object:
 
 
 def _write_json(path: Path, obj: object) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(_finite(obj), indent=1, sort_keys=True, allow_nan=False) + "\n")
-    tmp.replace(path)
+    atomic_write_json(path, _finite(obj), indent=1, ensure_ascii=True, allow_nan=False)
 
 
 def _write_parquet(rows: list[dict], path: str) -> None:
     import pyarrow.parquet as pq
 
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = f"{path}.tmp"
-    pq.write_table(verl_table(rows), tmp)
-    Path(tmp).replace(path)
+    with atomic_path(path) as tmp:
+        pq.write_table(verl_table(rows), tmp)
 
 
 def split_config(config: Mapping, verl_config: Mapping | None, nodes: int | None, gpus_per_node: int | None):
@@ -306,10 +299,7 @@ def finalize(*, out: str, job_start_s: float, merge: bool = True, now=time.time)
         streak.load_state_dict(json.loads(state.read_text()))
         filter_stats = streak.stats()
     for name, lines in (("metrics.jsonl", metrics), ("curve.jsonl", curve)):
-        text = "".join(json.dumps(line, sort_keys=True, allow_nan=False) + "\n" for line in lines)
-        tmp = out_dir / f"{name}.tmp"
-        tmp.write_text(text)
-        tmp.replace(out_dir / name)
+        write_jsonl(lines, out_dir / name, ensure_ascii=True, allow_nan=False)
     data_report = json.loads((work / DATA_REPORT).read_text())
     if merge:
         merge_checkpoint(latest_actor_checkpoint(paths["checkpoints"]), out_dir / "final")

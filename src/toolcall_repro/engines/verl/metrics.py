@@ -10,11 +10,11 @@ the optimizer step inside `update_actor`, so `timing_s/optimizer` is null here.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping
 
+from toolcall_repro.io import iter_json_lines
 from toolcall_repro.rl import STEP_KEYS, TRANSITION_KEYS
 
 HELDOUT_KEY = re.compile(r"^val-core/(?P<source>.+)/acc/mean@1$")
@@ -32,15 +32,9 @@ class VerlLogError(ValueError):
 def read_log(lines: Iterable[str]) -> list[tuple[int, dict]]:
     """(step, data) per line; blank lines skipped, anything else malformed is an error."""
     out = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise VerlLogError(f"line {number}: not JSON ({e})") from e
-        if not isinstance(record, dict) or not isinstance(record.get("data"), dict) or "step" not in record:
-            raise VerlLogError(f"line {number}: expected {{'step', 'data'}}, got keys {sorted(record)}")
+    for number, record in iter_json_lines(lines, source="verl log", error=VerlLogError):
+        if not isinstance(record.get("data"), dict) or "step" not in record:
+            raise VerlLogError(f"verl log:{number}: expected {{'step', 'data'}}, got keys {sorted(record)}")
         out.append((int(record["step"]), record["data"]))
     return out
 

@@ -17,7 +17,7 @@ from toolcall_repro.eval.acebench.agent.episode import MAX_MESSAGES
 from toolcall_repro.eval.acebench.aggregate import summarise_seeds
 from toolcall_repro.eval.acebench.data import ACEBenchDataError, resolve_categories
 from toolcall_repro.eval.acebench.simulator import make_user_simulator
-from toolcall_repro.provenance import atomic_write_json, atomic_write_text
+from toolcall_repro.io import atomic_write_json, atomic_write_text
 
 
 def _run_parser() -> argparse.ArgumentParser:

@@ -1,9 +1,10 @@
-"""Seed summary of ACEBench score files: mean, sample std and range of every metric over seeds."""
+"""Seed summary of ACEBench score files: which numbers are metrics, which card fields may differ."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
+
+from toolcall_repro.eval.seeds import summarise_seeds as _summarise
 
 SUMMARY_METRICS = ("normal", "special", "agent", "overall", "agent_process")
 # Card fields that legitimately differ between the seed files of one (model, protocol).
@@ -32,31 +33,8 @@ def _shared_card(card: Mapping) -> dict:
 
 
 def summarise_seeds(docs: Sequence[Mapping]) -> dict:
-    """`{"card", "seeds", "metrics": {name: {"mean", "std", "min", "max", "per_seed"}}}`.
-
-    std is the sample standard deviation (n-1), null for a single seed. All files must share one protocol,
-    model, data and scoring (only the seed may differ), else ValueError.
+    """The seed summary (`eval.seeds.summarise_seeds`) of ACEBench score files: upstream-checker metrics
+    under their plain names, fixed-checker ones as `fixed/<name>`; a metric undefined for a seed is kept
+    with None statistics. Only the seed (and the protocol's seed) may differ between the files.
     """
-    if not docs:
-        raise ValueError("no ACEBench score files to summarise")
-    reference = _shared_card(docs[0]["card"])
-    for doc in docs[1:]:
-        card = _shared_card(doc["card"])
-        if card != reference:
-            differing = sorted(k for k in set(card) | set(reference) if card.get(k) != reference.get(k))
-            raise ValueError(f"score files differ in more than the seed: {differing}")
-    seeds = [doc["card"].get("seed") for doc in docs]
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"duplicate seeds among the score files: {seeds}")
-    per_doc = [_metrics(doc) for doc in docs]
-    names = [n for n in per_doc[0] if all(n in m for m in per_doc)]
-    metrics = {}
-    for name in names:
-        values = [m[name] for m in per_doc]
-        if any(v is None for v in values):
-            metrics[name] = {"mean": None, "std": None, "min": None, "max": None, "per_seed": values}
-            continue
-        mean = sum(values) / len(values)
-        std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else None
-        metrics[name] = {"mean": mean, "std": std, "min": min(values), "max": max(values), "per_seed": values}
-    return {"card": {**reference, "seeds": seeds}, "seeds": seeds, "metrics": metrics}
+    return _summarise(docs, metrics_of=_metrics, shared_card=_shared_card, keep_undefined=True)

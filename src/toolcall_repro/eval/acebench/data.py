@@ -9,9 +9,10 @@ agent categories) in the same order.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
+
+from toolcall_repro.io import iter_jsonl
 
 NORMAL_CATEGORIES = (
     "normal_single_turn_single_function",
@@ -77,14 +78,8 @@ def _read_jsonl(path: Path) -> list[dict]:
     if not path.is_file():
         raise ACEBenchDataError(f"missing ACEBench file {path}")
     rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ACEBenchDataError(f"{path}:{lineno}: not JSON ({exc.msg})") from exc
-        if not isinstance(row, dict) or "id" not in row:
+    for lineno, row in iter_jsonl(path, error=ACEBenchDataError):
+        if "id" not in row:
             raise ACEBenchDataError(f"{path}:{lineno}: a row must be an object with an id")
         rows.append(row)
     return rows

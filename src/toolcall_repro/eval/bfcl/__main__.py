@@ -15,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from toolcall_repro.io import atomic_write_json
+
 
 def parse_limit(text: str) -> int | dict:
     """`--limit`: "N" for every category, or "N,category=M,..." with per-category caps (0 = all)."""
@@ -125,16 +127,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.cmd == "summarise":
-        from toolcall_repro.eval.bfcl.runner import write_json_atomic
-        from toolcall_repro.eval.bfcl.summary import summarise_seeds
+        from toolcall_repro.eval.seeds import summarise_seeds
 
         docs = [json.loads(Path(f).read_text()) for f in args.inputs]
-        write_json_atomic(args.out, summarise_seeds(docs))
+        atomic_write_json(args.out, summarise_seeds(docs), ensure_ascii=True)
         return 0
 
     print(f"BFCL_PROJECT_ROOT={_private_bfcl_root()}", file=sys.stderr)
     from toolcall_repro.eval.bfcl.generate import generate
-    from toolcall_repro.eval.bfcl.runner import score_run, write_json_atomic
+    from toolcall_repro.eval.bfcl.runner import score_run
 
     if args.cmd == "score":
         protocol = parse_protocol(args.protocol, None, None)[1] if args.protocol else None
@@ -163,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "generate":
             return 0
         doc = score_run(out, protocol)
-    write_json_atomic(args.out, doc)
+    atomic_write_json(args.out, doc, ensure_ascii=True)
     s = doc["summary"]
     print(json.dumps({k: s[k] for k in ("multi_turn", "single_turn_mean_nl_l", "avg", "inference_errors")}))
     if s["inference_errors"]:

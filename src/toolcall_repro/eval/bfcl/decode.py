@@ -32,9 +32,8 @@ from bfcl_eval.model_handler.utils import (
     resolve_ast_call,
 )
 
-from toolcall_repro.calls import ToolCallParseError
 from toolcall_repro.eval.bfcl.execute import DecodedCall
-from toolcall_repro.toolcall import FORMATS, parse_tool_calls
+from toolcall_repro.toolcall import FORMATS, ToolCallParseError, parse_tool_calls
 
 _FOREIGN_SYNTAX = (ReturnFormat.JAVA, ReturnFormat.JAVASCRIPT)
 # bfcl's prompting decoder strips these from both ends before parsing; so do we, so that verdicts match.

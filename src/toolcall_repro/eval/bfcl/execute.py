@@ -29,6 +29,8 @@ from typing import Any
 from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING, STATELESS_CLASSES
 from bfcl_eval.model_handler.utils import decoded_output_to_execution_list
 
+from toolcall_repro.toolcall.python_list import dotted_name
+
 # bfcl-eval refuses these names before its eval; we keep the same answer so tool messages match.
 FORBIDDEN_NAMES = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"})
 
@@ -60,17 +62,6 @@ class CallSpec:
     kwargs: dict
 
 
-def _dotted_name(node: ast.expr) -> str:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        raise CallSyntaxError(f"call target is not a (dotted) name: {ast.unparse(node)!r}")
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _argument(node: ast.expr, text: str, nested: bool) -> Any:
     if nested and isinstance(node, ast.Call):
         return _call_spec(node, text, nested)
@@ -92,7 +83,10 @@ def _call_spec(node: ast.Call, text: str, nested: bool) -> CallSpec:
             kwargs[kw.arg] = _argument(kw.value, text, nested)
     except (ValueError, TypeError, SyntaxError, RecursionError) as e:
         raise CallSyntaxError(f"non-literal argument in {text!r}: {e}") from None
-    return CallSpec(_dotted_name(node.func), args, kwargs)
+    name = dotted_name(node.func)
+    if name is None:
+        raise CallSyntaxError(f"call target is not a (dotted) name: {ast.unparse(node.func)!r}")
+    return CallSpec(name, args, kwargs)
 
 
 def parse_call_string(text: str, nested: bool = False) -> CallSpec:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import os
 import shutil
 import traceback
@@ -29,6 +28,7 @@ from toolcall_repro.eval.bfcl.decode import DECODER_ID
 from toolcall_repro.eval.bfcl.execute import dispatching_executor, forget_instances
 from toolcall_repro.eval.bfcl.handler import ProtocolQwenHandler, build_handler, register, registry_name_for
 from toolcall_repro.eval.bfcl.score import EXCLUDED_CATEGORIES, INFERENCE_ERROR_PREFIX, check_categories
+from toolcall_repro.io import atomic_write_json
 from toolcall_repro.protocol import Protocol, protocol_card, render
 
 CARD_FILE = "card.json"
@@ -194,10 +194,6 @@ def generation_card(
     )
 
 
-def _write_json(path: Path, obj: Any) -> None:
-    path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-
-
 def generate(
     *,
     model_dir: str | Path,
@@ -295,8 +291,9 @@ def generate(
         inference_errors=errors,
         server=server,
     )
-    _write_json(tmp / CARD_FILE, card)
-    _write_json(tmp / EXPECTED_IDS_FILE, {c: [e["id"] for e in rows] for c, rows in entries.items()})
+    atomic_write_json(tmp / CARD_FILE, card, ensure_ascii=True)
+    expected_ids = {c: [e["id"] for e in rows] for c, rows in entries.items()}
+    atomic_write_json(tmp / EXPECTED_IDS_FILE, expected_ids, ensure_ascii=True)
     if out_dir.exists():
         shutil.rmtree(out_dir)
     os.replace(tmp, out_dir)

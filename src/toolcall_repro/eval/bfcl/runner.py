@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import Any
 
 from toolcall_repro.eval.bfcl.aggregate import summarise_categories
 from toolcall_repro.eval.bfcl.generate import CARD_FILE, EXPECTED_IDS_FILE
 from toolcall_repro.eval.bfcl.handler import build_handler, register
 from toolcall_repro.eval.bfcl.score import ResultFileError, mean_input_tokens, read_results, score_category
 from toolcall_repro.protocol import Protocol
-
-
-def write_json_atomic(path: str | Path, obj: Any) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-    return path
 
 
 def score_run(result_dir: str | Path, protocol: Protocol | None = None) -> dict:

@@ -9,7 +9,6 @@ generated are errors or counted failures, never dropped.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from bfcl_eval.utils import (
 
 from toolcall_repro.eval.bfcl.execute import dispatching_executor, forget_instances
 from toolcall_repro.eval.bfcl.handler import ProtocolQwenHandler
+from toolcall_repro.io import iter_jsonl
 
 SCORED_CATEGORIES = tuple(SINGLE_TURN_CATEGORY + MULTI_TURN_CATEGORY)
 # Categories of BFCL v4 this harness does not run, and why (copied into every protocol card).
@@ -75,14 +75,8 @@ def read_result_file(path: str | Path) -> tuple[str, list[dict]]:
     path = Path(path)
     category = extract_test_category(path.name)
     entries = []
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ResultFileError(f"{path}:{lineno}: not JSON ({e.msg})") from None
-        if not isinstance(entry, dict) or "id" not in entry or "result" not in entry:
+    for lineno, entry in iter_jsonl(path, error=ResultFileError):
+        if "id" not in entry or "result" not in entry:
             raise ResultFileError(f"{path}:{lineno}: a result line needs 'id' and 'result'")
         if extract_test_category_from_id(entry["id"]) != category:
             raise ResultFileError(f"{path}:{lineno}: id {entry['id']!r} does not belong to {category}")

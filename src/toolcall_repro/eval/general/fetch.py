@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from unittest import mock
 
-from toolcall_repro.provenance import atomic_write_json
+from toolcall_repro.io import atomic_write_json
 
 
 class MissingRevision(ValueError):

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import yaml
 
-from toolcall_repro.data.schema import read_samples, write_jsonl
+from toolcall_repro.data.schema import read_samples
 from toolcall_repro.eval.general.tasks import LOCAL_TASK, expand_tasks, local_task_config, tool_choice_docs
+from toolcall_repro.io import write_jsonl
 from toolcall_repro.provenance import (
     atomic_write_json,
     atomic_write_text,

@@ -6,7 +6,8 @@ import json
 import pytest
 
 from toolcall_repro.analysis import loaders, tables
-from toolcall_repro.eval.bfcl.summary import summarise_seeds, without_seed
+from toolcall_repro.analysis.tabular import fmt_pm
+from toolcall_repro.eval.seeds import summarise_seeds, without_seed
 
 
 def _doc(seed, multi, simple, tokens=250.0, **card_extra):
@@ -35,9 +36,12 @@ def test_mean_std_and_per_seed_values_in_seed_order():
     assert "seed" not in out["card"] and "seed" not in out["card"]["protocol"]
 
 
-def test_single_seed_has_zero_std():
+def test_single_seed_has_undefined_std_and_tables_show_the_mean_alone():
     out = summarise_seeds([_doc(0, 0.2, 0.9)])
-    assert out["metrics"]["multi_turn"]["std"] == 0.0
+    m = out["metrics"]["multi_turn"]
+    assert m["std"] is None and m["mean"] == 0.2 and m["peak_to_peak"] == 0.0
+    assert "null for a single seed" in out["std_definition"]
+    assert fmt_pm(m["mean"] * 100, loaders._num(m["std"])) == "20.0"  # no "± 0.0" for one seed
 
 
 def test_different_protocols_or_models_cannot_be_averaged():

@@ -18,7 +18,7 @@ import re
 import warnings
 from typing import Any
 
-from toolcall_repro.calls import MAX_DEPTH, MAX_INT_DIGITS, ToolCallParseError
+from toolcall_repro.toolcall.calls import MAX_DEPTH, MAX_INT_DIGITS, ToolCallParseError
 
 # output that starts like a call list or a bare call is judged as one; anything else is a plain answer
 CALL_START_RE = re.compile(r"\A(\[|[A-Za-z_][A-Za-z0-9_.]*\()")
@@ -72,13 +72,14 @@ def _literal(node: ast.AST, depth: int) -> Any:
     raise ToolCallParseError("non_literal", f"{type(node).__name__} is not a literal")
 
 
-def _dotted_name(node: ast.AST) -> str:
+def dotted_name(node: ast.AST) -> str | None:
+    """`a.b.c` for a (dotted) name node, None for anything else; read from the tree, never looked up."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
         node = node.value
     if not isinstance(node, ast.Name):
-        raise ToolCallParseError("bad_name", "a function name must be a plain or dotted identifier")
+        return None
     parts.append(node.id)
     return ".".join(reversed(parts))
 
@@ -86,7 +87,9 @@ def _dotted_name(node: ast.AST) -> str:
 def _call_from_ast(node: ast.AST) -> dict:
     if not isinstance(node, ast.Call):
         raise ToolCallParseError("not_a_call", f"list element is a {type(node).__name__}, not a call")
-    name = _dotted_name(node.func)
+    name = dotted_name(node.func)
+    if name is None:
+        raise ToolCallParseError("bad_name", "a function name must be a plain or dotted identifier")
     if node.args:
         raise ToolCallParseError("positional_argument", f"{name} has positional arguments")
     arguments: dict[str, Any] = {}

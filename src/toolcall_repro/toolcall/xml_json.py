@@ -1,18 +1,9 @@
-"""Parse, format and canonicalise tool calls: the only tool-call parser in the package.
+"""The ``xml_json`` call format (Qwen / Tool-N1 / LoopTool) and the leading ``<think>`` block.
 
-Two output formats, as the paper uses them:
-
-* ``xml_json`` (Qwen / Tool-N1 / LoopTool): an optional leading ``<think>...</think>`` block, then zero or
-  more ``<tool_call>{json}</tool_call>`` blocks. A block holds one ``{"name", "arguments"}`` object or a JSON
-  list of them. Text outside the blocks is allowed by the parser (the single-turn reward checks layout
-  separately with :func:`check_xml_layout`). No block at all means "no call" and parses to ``[]``.
-* ``python`` (BFCL's default prompt): an optional leading ``<think>`` block and optional code fence, then
-  ``[func(a=1, b="x"), mod.g()]`` (or one bare call). Arguments are keyword-only literals read from the
-  ``ast`` tree; nothing is evaluated and no attribute is looked up (a dotted name is only a string). Text that
-  is not Python call syntax at all is a plain answer and parses to ``[]``.
-
-Every malformed output raises :class:`ToolCallParseError`, whose ``reason`` is a short stable code
-(listed in ``PARSE_ERROR_REASONS``) and whose message says what was wrong.
+An optional leading ``<think>...</think>`` block, then zero or more ``<tool_call>{json}</tool_call>`` blocks;
+a block holds one ``{"name", "arguments"}`` object or a JSON list of them. JSON is read strictly (no NaN, no
+duplicate keys, bounded depth and integer size). Use it through :func:`toolcall_repro.toolcall.parse_tool_calls`
+/ ``format_tool_calls``.
 """
 
 from __future__ import annotations
@@ -22,40 +13,10 @@ import math
 import re
 from typing import Any
 
-from toolcall_repro.calls import (
-    MAX_DEPTH,
-    MAX_INT_DIGITS,
-    PARSE_ERROR_REASONS,
-    ToolCallParseError,
-    calls_equal,
-    canonical_call,
-    canonical_calls,
-    canonical_json,
-    check_call,
-)
-from toolcall_repro.toolcall_python import format_python_calls, parse_python_calls
+from toolcall_repro.toolcall.calls import MAX_DEPTH, MAX_INT_DIGITS, ToolCallParseError
 
-__all__ = [  # the call model lives in calls.py and the Python format in toolcall_python.py
-    "FORMATS",
-    "MAX_INPUT_CHARS",
-    "PARSE_ERROR_REASONS",
-    "ToolCallParseError",
-    "calls_equal",
-    "canonical_call",
-    "canonical_calls",
-    "canonical_json",
-    "check_xml_layout",
-    "format_tool_calls",
-    "parse_tool_calls",
-    "split_think",
-]
-
-FORMATS = ("xml_json", "python")
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
-MAX_INPUT_CHARS = 1_000_000  # refuse pathological outputs before any parser sees them
-
-_FENCE_RE = re.compile(r"\A```[A-Za-z0-9_+-]*[ \t]*\n?(.*?)\n?```\Z", re.DOTALL)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -187,7 +148,7 @@ def _call_from_json(obj: Any) -> dict:
     return {"name": name, "arguments": arguments}
 
 
-def _parse_xml_json(text: str) -> list[dict]:
+def parse_xml_json(text: str) -> list[dict]:
     _, rest = split_think(text)
     bodies, _ = _xml_blocks(rest)
     calls: list[dict] = []
@@ -222,70 +183,23 @@ def check_xml_layout(text: str) -> str | None:
     return None
 
 
-# --------------------------------------------------------------------------------------------------------
-# python
-# --------------------------------------------------------------------------------------------------------
+def hide_tags(code: str, escaped_lt: str) -> str:
+    """Escape the ``<`` of every tag inside ``code`` (tags can only occur inside string literals there).
 
-
-def _strip_fence(text: str) -> str:
-    m = _FENCE_RE.match(text)
-    return m.group(1).strip() if m else text
-
-
-def _parse_python(text: str) -> list[dict]:
-    _, rest = split_think(text)
-    if CALL_OPEN in rest or CALL_CLOSE in rest:
-        raise ToolCallParseError("bad_call_shape", "<tool_call> tags in python-format output")
-    return parse_python_calls(_strip_fence(rest.strip()))
-
-
-# --------------------------------------------------------------------------------------------------------
-# public API
-# --------------------------------------------------------------------------------------------------------
-
-
-def parse_tool_calls(text: str, fmt: str) -> list[dict]:
-    """Parse model output into ``[{"name": str, "arguments": dict}, ...]``; ``[]`` means no call.
-
-    Raises :class:`ToolCallParseError` for malformed output. Never evaluates the text.
+    The parsers find tags by scanning text, so escaping keeps the tag scan unambiguous.
     """
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown tool-call format {fmt!r}; expected one of {FORMATS}")
-    if not isinstance(text, str):
-        raise TypeError(f"model output must be str, got {type(text).__name__}")
-    if len(text) > MAX_INPUT_CHARS:
-        raise ToolCallParseError("too_long", f"output of {len(text)} characters")
-    return _parse_xml_json(text) if fmt == "xml_json" else _parse_python(text)
-
-
-def _hide_tags(code: str, escaped_lt: str) -> str:
-    # tags can only occur inside string literals here; escaping their "<" keeps the tag scan unambiguous
     for tag in (THINK_OPEN, THINK_CLOSE, CALL_OPEN, CALL_CLOSE):
         code = code.replace(tag, escaped_lt + tag[1:])
     return code
 
 
-def format_tool_calls(calls: list[dict], fmt: str) -> str:
-    """Write calls the way a model following ``fmt`` would; the inverse of :func:`parse_tool_calls`.
-
-    ``xml_json`` gives one ``<tool_call>\\n{json}\\n</tool_call>`` block per call, newline-separated (as the
-    Qwen chat templates write them); ``python`` gives ``[f(a=1), g()]``. ``[]`` gives ``""`` for xml_json
-    and ``"[]"`` for python. A tag such as ``</tool_call>`` inside a string argument is written with its
-    ``<`` escaped (``\\u003c`` / ``\\x3c``): the parser finds tags by scanning text, so a raw tag inside a
-    string is read as structure (and usually fails to parse).
-    """
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown tool-call format {fmt!r}; expected one of {FORMATS}")
-    checked = [check_call(c) for c in calls]
-    for _, arguments in checked:
-        canonical_json(arguments)  # ValueError for non-string keys, non-finite floats, non-JSON values
-    if fmt == "xml_json":
-        blocks = []
-        for name, arguments in checked:
-            payload = _hide_tags(
-                json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False, allow_nan=False),
-                "\\u003c",
-            )
-            blocks.append(f"{CALL_OPEN}\n{payload}\n{CALL_CLOSE}")
-        return "\n".join(blocks)
-    return _hide_tags(format_python_calls(checked), "\\x3c")
+def format_xml_json(checked: list[tuple[str, dict]]) -> str:
+    """One ``<tool_call>\\n{json}\\n</tool_call>`` block per checked (name, arguments), newline-separated."""
+    blocks = []
+    for name, arguments in checked:
+        payload = hide_tags(
+            json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False, allow_nan=False),
+            "\\u003c",
+        )
+        blocks.append(f"{CALL_OPEN}\n{payload}\n{CALL_CLOSE}")
+    return "\n".join(blocks)

@@ -3,7 +3,7 @@
 A call is ``{"name": str, "arguments": dict}``. Calls compare as a multiset of (name, canonical JSON of the
 arguments): sorted keys, no spaces, unicode kept, integral floats written as ints (``2 == 2.0``,
 ``-0.0 == 0``), tuples as lists; booleans stay booleans (``True != 1``). Everything public here is
-re-exported by :mod:`toolcall_repro.toolcall`, the module callers import.
+re-exported by :mod:`toolcall_repro.toolcall`, the package callers import.
 """
 
 from __future__ import annotations
