@@ -111,3 +111,25 @@ def test_cli_rejects_a_missing_run_dir(tmp_path):
         text=True,
     )
     assert proc.returncode != 0 and "no run directory" in proc.stderr
+
+
+def test_figures_from_declared_inputs_use_the_written_speedup_table(run_dir, tmp_path):
+    """As the rules run it: tables and figures read only `--inputs`; the figures take the speedup table
+    make_tables wrote (`--speedup`), and draw the same accuracy-vs-time figure as when they build it."""
+    from toolcall_repro.analysis.__main__ import main
+
+    declared = [str(p) for p in run_dir.rglob("*") if p.is_file()]
+    assert main(["tables", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "t"), "--inputs", *declared,
+                 "--config", CONFIG]) == 0  # fmt: skip
+    speedup_csv = tmp_path / "t" / "csv" / "speedup.csv"
+    assert main(["figures", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "f"), "--inputs", *declared,
+                 "--speedup", str(speedup_csv), "--config", CONFIG]) == 0  # fmt: skip
+    assert main(["figures", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "g"), "--config", CONFIG]) == 0
+    png = "png/accuracy_vs_time.png"
+    assert (tmp_path / "f" / png).read_bytes() == (tmp_path / "g" / png).read_bytes()
+    # a declared set without the training runs: no figure cites a training run
+    assert "manifests/train_grpo/" in (tmp_path / "f" / "index.md").read_text()
+    only_evals = [p for p in declared if "/train/" not in p]
+    assert main(["figures", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "h"), "--inputs", *only_evals,
+                 "--speedup", str(speedup_csv), "--config", CONFIG]) == 0  # fmt: skip
+    assert "train/" not in (tmp_path / "h" / "index.md").read_text()

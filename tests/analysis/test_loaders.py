@@ -65,3 +65,26 @@ def test_filter_report_other_shapes_and_errors(run_dir):
     path.write_text(json.dumps({"steps": [{"count": 3}]}))
     with pytest.raises(loaders.ResultFileError, match="no name"):
         loaders.load_filter_report(run_dir, loaders.ManifestIndex(run_dir))
+
+
+def test_with_declared_inputs_nothing_else_is_read(run_dir):
+    """A rule's declared inputs are all the analysis reads: an undeclared summary (a stale file, another
+    target's run) and an undeclared manifest stay out, even a malformed one."""
+    declared = [
+        run_dir / "eval" / "bfcl" / "base" / "context" / "summary.json",
+        run_dir / "manifests" / "summarise_bfcl" / "base-context.json",
+        *(run_dir / "train" / "single_turn" / "vanilla" / n for n in ("summary.json", "metrics.jsonl", "curve.jsonl")),
+    ]
+    (run_dir / "eval" / "bfcl" / "base" / "default" / "summary.json").write_text("{not json")
+    (run_dir / "manifests" / "train_grpo" / "single_turn-vanilla.json").write_text("{not json")
+    index = loaders.ManifestIndex(run_dir, [str(p) for p in declared])
+    scores = loaders.load_score_summaries(run_dir, "bfcl", index)
+    assert set(scores["protocol"]) == {"context"}
+    assert set(scores["manifest"]) == {"manifests/summarise_bfcl/base-context.json"}
+    runs = loaders.load_training_runs(run_dir, index)
+    assert [(r.setting, r.variant) for r in runs] == [("single_turn", "vanilla")]
+    assert runs[0].trace["manifest"] is None  # its manifest was not declared, so not read
+    assert len(loaders.load_filter_report(run_dir, index)) == 0  # not declared
+    # read as a whole, the same directory fails on the malformed summary
+    with pytest.raises(loaders.ResultFileError):
+        loaders.load_score_summaries(run_dir, "bfcl", loaders.ManifestIndex(run_dir, None))

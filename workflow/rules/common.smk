@@ -143,6 +143,13 @@ def synthetic_config(source):
     return {"rows": syn[source], "malformed": syn["malformed_per_source"]}
 
 
+def raw_source(source):
+    """A source's raw rows: the synthetic twin (data.mode synthetic) or the Hub download."""
+    if config["data"]["mode"] == "synthetic":
+        return R("data", "raw", f"{source}.jsonl")
+    return R("data", "raw", "hub", f"{source}.jsonl")
+
+
 def data_files_arg(source):
     """Local files for a source that is not on the Hub (e.g. Tool-N1's RL data)."""
     files = subtree("data", "sources", source).get("data_files")
@@ -414,12 +421,12 @@ def all_bfcl_summaries():
 # at a pinned commit (paper scale), or a folder the user names (`local`). No folder outside the checkout is read.
 ACEBENCH = config["evaluate"].get("acebench", {})
 ACEBENCH_SOURCE = ACEBENCH.get("source", "synthetic")
-ACEBENCH_DIR = {
+ACEBENCH_DIRS = {
     "synthetic": R("data", "acebench", "synthetic"),
     "download": R("data", "acebench", "data_en"),
     "local": ACEBENCH.get("data_dir"),
-}[ACEBENCH_SOURCE]
-HAVE_ACEBENCH = True
+}
+ACEBENCH_DIR = ACEBENCH_DIRS[ACEBENCH_SOURCE]
 
 
 def acebench_simulator_args():
@@ -436,8 +443,6 @@ def acebench_simulator_args():
 
 
 def acebench_summaries():
-    if not HAVE_ACEBENCH:
-        return []
     protocol = ACEBENCH.get("protocol", "stronger")
     return [
         R("eval", "acebench", m, protocol, "summary.json")
@@ -459,6 +464,9 @@ def general_summaries():
     return [R("eval", "general", m, "summary.json") for m in general["models"]]
 
 
+LM_EVAL_RECORD = R("data", "lm_eval", "record.json")
+
+
 def lm_eval_data():
     """lm-eval's task data, fetched on the submit host when its tasks read the Hub (not `local`)."""
     general = config["evaluate"].get("general") or {}
@@ -470,7 +478,7 @@ def lm_eval_data():
             "evaluate.general.revisions: lm-eval tasks read the Hub, so each dataset needs a pinned "
             "revision (hub dataset id -> revision), e.g. {cais/mmlu: <sha>}; not set"
         )
-    return [R("data", "lm_eval", "record.json")]
+    return [LM_EVAL_RECORD]
 
 
 def lm_eval_tasks():
@@ -488,6 +496,47 @@ def all_eval_outputs():
         *heldout_summaries(),
         *general_summaries(),
     ]
+
+
+# --- results ----------------------------------------------------------------------------------------
+
+
+def training_files(summaries):
+    """A training run's result files, from its summary.json: what the analysis reads of the run."""
+    return [
+        os.path.join(os.path.dirname(path), name)
+        for path in summaries
+        for name in ("summary.json", "metrics.jsonl", "curve.jsonl")
+    ]
+
+
+# The manifest of the job that wrote each result file the analysis reads (it cites that manifest in every
+# row), so that the analysis reads its declared inputs and nothing else.
+SUMMARY_RULES = {
+    ("bfcl", "summary.json"): "summarise_bfcl",
+    ("bfcl", "variance.json"): "summarise_bfcl_variance",
+    ("acebench", "summary.json"): "summarise_acebench",
+    ("heldout", "summary.json"): "score_heldout",
+    ("heldout", "variance.json"): "score_heldout",
+}
+
+
+def result_manifest(path):
+    parts = os.path.relpath(path, RUN).split(os.sep)
+    if parts[:2] == ["eval", "general"]:  # eval/general/<model>/summary.json
+        return manifest("check_general_capability", parts[2])
+    if parts[0] == "eval":  # eval/<benchmark>/<model>/<protocol>/<file>
+        producer = SUMMARY_RULES[(parts[1], parts[4])]
+        return manifest(producer, f"{parts[2]}-{parts[3]}")
+    if parts[0] == "train":  # train/<dataset>/<variant>[/seed<k>]/<file>
+        return manifest("train_grpo", "-".join(parts[1:-1]))
+    if parts == ["data", "filter_report.json"]:
+        return manifest("report_filter")
+    raise ValueError(f"{path}: no rule is known to write it (result_manifest)")
+
+
+def result_manifests(paths):
+    return sorted({result_manifest(p) for p in paths})
 
 
 def all_targets():

@@ -6,71 +6,70 @@ localrules:
     normalise_source,
 
 
-if config["data"]["mode"] == "synthetic":
+rule synthesize_source:
+    output:
+        raw=R("data", "raw", "{source}.jsonl"),
+        manifest=manifest("synthesize_source", "{source}"),
+    log:
+        R("logs", "synthesize_source", "{source}.log"),
+    benchmark:
+        R("benchmarks", "synthesize_source", "{source}.tsv")
+    conda:
+        "../envs/cpu.yaml"
+    threads: 1
+    resources:
+        gpu=0,
+    params:
+        cfg=lambda w: as_json(synthetic_config(w.source)),
+        seeds=as_json({"data": subtree("data", "seed")}),
+        seed=subtree("data", "seed"),
+    shell:
+        "python -m toolcall_repro.provenance run --rule synthesize_source --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.data.synthetic --source {wildcards.source}"
+        " --config {params.cfg:q} --seed {params.seed} --out {output.raw} > {log} 2>&1"
 
-    rule synthesize_source:
-        output:
-            raw=R("data", "raw", "{source}.jsonl"),
-            manifest=manifest("synthesize_source", "{source}"),
-        log:
-            R("logs", "synthesize_source", "{source}.log"),
-        benchmark:
-            R("benchmarks", "synthesize_source", "{source}.tsv")
-        conda:
-            "../envs/cpu.yaml"
-        threads: 1
-        resources:
-            gpu=0,
-        params:
-            cfg=lambda w: as_json(synthetic_config(w.source)),
-            seeds=as_json({"data": subtree("data", "seed")}),
-            seed=subtree("data", "seed"),
-        shell:
-            "python -m toolcall_repro.provenance run --rule synthesize_source --manifest {output.manifest:q}"
-            " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-            " --gpus {resources.gpu} --"
-            " python -m toolcall_repro.data.synthetic --source {wildcards.source}"
-            " --config {params.cfg:q} --seed {params.seed} --out {output.raw} > {log} 2>&1"
 
-else:
+localrules:
+    download_source,
 
-    localrules:
-        download_source,
 
-    # The only data rule that touches the network: compute nodes are often offline, so it runs locally.
-    rule download_source:
-        output:
-            raw=R("data", "raw", "{source}.jsonl"),
-            record=R("data", "raw", "{source}.jsonl.source.json"),
-            manifest=manifest("download_source", "{source}"),
-        log:
-            R("logs", "download_source", "{source}.log"),
-        benchmark:
-            R("benchmarks", "download_source", "{source}.tsv")
-        conda:
-            "../envs/cpu.yaml"
-        threads: 1
-        resources:
-            gpu=0,
-        params:
-            cfg=lambda w: as_json(subtree("data", "sources", w.source)),
-            seeds=as_json({}),
-            hub_id=lambda w: subtree("data", "sources", w.source)["hub_id"],
-            revision=lambda w: subtree("data", "sources", w.source)["revision"],
-            split=lambda w: subtree("data", "sources", w.source)["split"],
-            data_files=lambda w: data_files_arg(w.source),
-        shell:
-            "python -m toolcall_repro.provenance run --rule download_source --manifest {output.manifest:q}"
-            " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-            " --gpus {resources.gpu} --"
-            " python -m toolcall_repro.data.download --source {wildcards.source}"
-            " --hub-id {params.hub_id} --revision {params.revision} --split {params.split}"
-            " {params.data_files} --out {output.raw} > {log} 2>&1"
+# The only data rule that touches the network: compute nodes are often offline, so it runs locally.
+# Its rows land under data/raw/hub/, the synthetic twins' under data/raw/: raw_source() (data.mode) picks.
+rule download_source:
+    output:
+        raw=R("data", "raw", "hub", "{source}.jsonl"),
+        record=R("data", "raw", "hub", "{source}.jsonl.source.json"),
+        manifest=manifest("download_source", "{source}"),
+    log:
+        R("logs", "download_source", "{source}.log"),
+    benchmark:
+        R("benchmarks", "download_source", "{source}.tsv")
+    conda:
+        "../envs/cpu.yaml"
+    threads: 1
+    resources:
+        gpu=0,
+    params:
+        cfg=lambda w: as_json(subtree("data", "sources", w.source)),
+        seeds=as_json({}),
+        hub_id=lambda w: subtree("data", "sources", w.source)["hub_id"],
+        revision=lambda w: subtree("data", "sources", w.source)["revision"],
+        split=lambda w: subtree("data", "sources", w.source)["split"],
+        data_files=lambda w: data_files_arg(w.source),
+    shell:
+        "python -m toolcall_repro.provenance run --rule download_source --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.data.download --source {wildcards.source}"
+        " --hub-id {params.hub_id} --revision {params.revision} --split {params.split}"
+        " {params.data_files} --out {output.raw} > {log} 2>&1"
 
 
 rule normalise_source:
     input:
-        raw=R("data", "raw", "{source}.jsonl"),
+        raw=lambda w: raw_source(w.source),
     output:
         samples=R("data", "normalised", "{source}.parquet"),
         rejects=R("data", "normalised", "{source}.rejects.jsonl"),
@@ -97,38 +96,38 @@ rule normalise_source:
         " --report {output.report} > {log} 2>&1"
 
 
-if lm_eval_data():
+localrules:
+    download_lm_eval_data,
 
-    localrules:
-        download_lm_eval_data,
 
-    # lm-eval's task datasets at pinned revisions, into the HF_HOME the (offline) compute nodes share.
-    rule download_lm_eval_data:
-        output:
-            record=lm_eval_data()[0],
-            manifest=manifest("download_lm_eval_data"),
-        log:
-            R("logs", "download_lm_eval_data.log"),
-        benchmark:
-            R("benchmarks", "download_lm_eval_data.tsv")
-        conda:
-            "../envs/cpu.yaml"
-        threads: 1
-        resources:
-            gpu=0,
-        params:
-            cfg=as_json(
-                {
-                    "tasks": lm_eval_tasks(),
-                    "revisions": subtree("evaluate", "general", "revisions"),
-                }
-            ),
-            seeds=as_json({}),
-            tasks=lm_eval_tasks(),
-            revisions=as_json(subtree("evaluate", "general", "revisions")),
-        shell:
-            "python -m toolcall_repro.provenance run --rule download_lm_eval_data --manifest {output.manifest:q}"
-            " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-            " --gpus {resources.gpu} --"
-            " python -m toolcall_repro.eval.general.fetch --tasks {params.tasks}"
-            " --revisions {params.revisions:q} --out {output.record} > {log} 2>&1"
+# lm-eval's task datasets at pinned revisions, into the HF_HOME the (offline) compute nodes share;
+# in the DAG when check_general_capability's input (lm_eval_data()) asks for its record.
+rule download_lm_eval_data:
+    output:
+        record=LM_EVAL_RECORD,
+        manifest=manifest("download_lm_eval_data"),
+    log:
+        R("logs", "download_lm_eval_data.log"),
+    benchmark:
+        R("benchmarks", "download_lm_eval_data.tsv")
+    conda:
+        "../envs/cpu.yaml"
+    threads: 1
+    resources:
+        gpu=0,
+    params:
+        cfg=lambda w: as_json(
+            {
+                "tasks": lm_eval_tasks(),
+                "revisions": subtree("evaluate", "general", "revisions"),
+            }
+        ),
+        seeds=as_json({}),
+        tasks=lambda w: lm_eval_tasks(),
+        revisions=lambda w: as_json(subtree("evaluate", "general", "revisions")),
+    shell:
+        "python -m toolcall_repro.provenance run --rule download_lm_eval_data --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.eval.general.fetch --tasks {params.tasks}"
+        " --revisions {params.revisions:q} --out {output.record} > {log} 2>&1"

@@ -160,65 +160,64 @@ rule summarise_bfcl_variance:
         " --out {output.summary} > {log} 2>&1"
 
 
-if ACEBENCH_SOURCE == "download":
-
-    localrules:
-        download_acebench,
-
-    rule download_acebench:
-        output:
-            data=directory(ACEBENCH_DIR),
-            manifest=manifest("download_acebench"),
-        log:
-            R("logs", "download_acebench.log"),
-        benchmark:
-            R("benchmarks", "download_acebench.tsv")
-        conda:
-            "../envs/cpu.yaml"
-        threads: 1
-        resources:
-            gpu=0,
-        params:
-            cfg=as_json(
-                {"repo": ACEBENCH.get("repo"), "commit": ACEBENCH.get("commit")}
-            ),
-            seeds=as_json({}),
-            repo=ACEBENCH.get("repo"),
-            commit=ACEBENCH.get("commit"),
-        shell:
-            "python -m toolcall_repro.provenance run --rule download_acebench --manifest {output.manifest:q}"
-            " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-            " --gpus {resources.gpu} --"
-            " python -m toolcall_repro.eval.acebench download --repo {params.repo:q}"
-            " --commit {params.commit} --out {output.data:q} > {log} 2>&1"
+localrules:
+    download_acebench,
 
 
-if ACEBENCH_SOURCE == "synthetic":
+# ACEBench's data: the pinned download (paper scale) or the synthetic twins (embedded default), each at
+# a path of its own; score_acebench reads ACEBENCH_DIR (evaluate.acebench.source) and pulls in one.
+rule download_acebench:
+    output:
+        data=directory(ACEBENCH_DIRS["download"]),
+        manifest=manifest("download_acebench"),
+    log:
+        R("logs", "download_acebench.log"),
+    benchmark:
+        R("benchmarks", "download_acebench.tsv")
+    conda:
+        "../envs/cpu.yaml"
+    threads: 1
+    resources:
+        gpu=0,
+    params:
+        cfg=lambda w: as_json(
+            {"repo": ACEBENCH.get("repo"), "commit": ACEBENCH.get("commit")}
+        ),
+        seeds=as_json({}),
+        repo=lambda w: ACEBENCH.get("repo"),
+        commit=lambda w: ACEBENCH.get("commit"),
+    shell:
+        "python -m toolcall_repro.provenance run --rule download_acebench --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.eval.acebench download --repo {params.repo:q}"
+        " --commit {params.commit} --out {output.data:q} > {log} 2>&1"
 
-    rule synthesize_acebench:
-        output:
-            data=directory(ACEBENCH_DIR),
-            manifest=manifest("synthesize_acebench"),
-        log:
-            R("logs", "synthesize_acebench.log"),
-        benchmark:
-            R("benchmarks", "synthesize_acebench.tsv")
-        conda:
-            "../envs/cpu.yaml"
-        threads: 1
-        resources:
-            gpu=0,
-        params:
-            cfg=as_json({"synthetic": ACEBENCH.get("synthetic")}),
-            seeds=as_json({"data": ACEBENCH["synthetic"]["seed"]}),
-            rows=ACEBENCH["synthetic"]["rows"],
-            seed=ACEBENCH["synthetic"]["seed"],
-        shell:
-            "python -m toolcall_repro.provenance run --rule synthesize_acebench --manifest {output.manifest:q}"
-            " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-            " --gpus {resources.gpu} --"
-            " python -m toolcall_repro.eval.acebench synthesize --rows {params.rows} --seed {params.seed}"
-            " --out {output.data:q} > {log} 2>&1"
+
+rule synthesize_acebench:
+    output:
+        data=directory(ACEBENCH_DIRS["synthetic"]),
+        manifest=manifest("synthesize_acebench"),
+    log:
+        R("logs", "synthesize_acebench.log"),
+    benchmark:
+        R("benchmarks", "synthesize_acebench.tsv")
+    conda:
+        "../envs/cpu.yaml"
+    threads: 1
+    resources:
+        gpu=0,
+    params:
+        cfg=lambda w: as_json({"synthetic": ACEBENCH.get("synthetic")}),
+        seeds=lambda w: as_json({"data": ACEBENCH["synthetic"]["seed"]}),
+        rows=lambda w: ACEBENCH["synthetic"]["rows"],
+        seed=lambda w: ACEBENCH["synthetic"]["seed"],
+    shell:
+        "python -m toolcall_repro.provenance run --rule synthesize_acebench --manifest {output.manifest:q}"
+        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
+        " --gpus {resources.gpu} --"
+        " python -m toolcall_repro.eval.acebench synthesize --rows {params.rows} --seed {params.seed}"
+        " --out {output.data:q} > {log} 2>&1"
 
 
 rule score_acebench:

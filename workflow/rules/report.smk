@@ -9,11 +9,20 @@ localrules:
     archive_results,
 
 
+# The analysis reads exactly its inputs (`--inputs`): each result file and the manifest of the job that
+# wrote it, which every row cites.
 rule make_tables:
     input:
         evals=all_eval_outputs(),
-        training=training_summaries(),
+        training=training_files(training_summaries()),
         filter_report=R("data", "filter_report.json"),
+        manifests=result_manifests(
+            [
+                *all_eval_outputs(),
+                *training_summaries(),
+                R("data", "filter_report.json"),
+            ]
+        ),
     output:
         index=report(
             R("tables", "index.md"), caption="../report/tables.rst", category="Tables"
@@ -24,6 +33,7 @@ rule make_tables:
             caption="../report/tables.rst",
             category="Tables",
         ),
+        speedup=R("tables", "csv", "speedup.csv"),  # an input of the figures
         manifest=manifest("make_tables"),
     log:
         R("logs", "make_tables.log"),
@@ -50,13 +60,15 @@ rule make_tables:
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
         " --gpus {resources.gpu} --"
         " python -m toolcall_repro.analysis tables --run-dir {params.run_dir}"
-        " --config {params.cfg:q} --out-dir {params.out_dir} > {log} 2>&1"
+        " --inputs {input:q} --config {params.cfg:q} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule make_figures:
     input:
         evals=all_eval_outputs(),
-        training=training_summaries(),
+        training=training_files(training_summaries()),
+        manifests=result_manifests([*all_eval_outputs(), *training_summaries()]),
+        speedup=R("tables", "csv", "speedup.csv"),
     output:
         index=report(
             R("figures", "index.md"),
@@ -89,7 +101,8 @@ rule make_figures:
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
         " --gpus {resources.gpu} --"
         " python -m toolcall_repro.analysis figures --run-dir {params.run_dir}"
-        " --config {params.cfg:q} --out-dir {params.out_dir} > {log} 2>&1"
+        " --inputs {input:q} --speedup {input.speedup:q} --config {params.cfg:q}"
+        " --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule write_provenance:

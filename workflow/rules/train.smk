@@ -1,91 +1,4 @@
-# Training: the base model, then GRPO (vanilla vs efficient vs each speed-up alone) per setting.
-
-
-if config["model"]["base"] == "tiny":
-
-    rule warmstart_base_model:
-        input:
-            samples=expand(R("data", "normalised", "{source}.parquet"), source=SOURCES),
-        output:
-            **early_model_output(),
-            model=directory(R("models", "base")),
-            manifest=manifest("warmstart_base_model"),
-            # model.tiny.early_step: the same run's earlier weights, a filter policy weaker than the RL start
-        log:
-            R("logs", "warmstart_base_model.log"),
-        benchmark:
-            R("benchmarks", "warmstart_base_model.tsv")
-        conda:
-            "../envs/cpu.yaml"
-        threads: WARMSTART_THREADS
-        resources:
-            gpu=0,
-        params:
-            cfg=as_json(subtree("model", "tiny")),
-            record=as_json(
-                {
-                    "model.tiny": subtree("model", "tiny"),
-                    "filter.reserve_fraction": subtree("filter", "reserve_fraction"),
-                    "engines.warmstart_threads": WARMSTART_THREADS,
-                }
-            ),
-            seeds=as_json(
-                {
-                    "model": subtree("model", "tiny", "seed"),
-                    "reserve": subtree("filter", "seed"),
-                }
-            ),
-            seed=subtree("model", "tiny", "seed"),
-            reserve=subtree("filter", "reserve_fraction"),
-            reserve_seed=subtree("filter", "seed"),
-            # torch threads from config, not {threads}: --cores 1 would scale {threads} down and change
-            # the float sums, hence the weights
-            torch_threads=WARMSTART_THREADS,
-            early=lambda w, output: (
-                f"--early-out {output.early}" if "early" in output.keys() else ""
-            ),
-        shell:
-            "python -m toolcall_repro.provenance run --rule warmstart_base_model --manifest {output.manifest:q}"
-            " --config {params.record:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-            " --gpus {resources.gpu} --"
-            " python -m toolcall_repro.engines.local.warmstart --train {input.samples}"
-            " --out {output.model} --config {params.cfg:q} --seed {params.seed}"
-            " --reserve-fraction {params.reserve} --reserve-seed {params.reserve_seed}"
-            " --threads {params.torch_threads} {params.early} > {log} 2>&1"
-
-
-# Paper scale: hub models (base, per-setting policies, the multi-turn filter model) are snapshotted into
-# the results tree by this local rule, which with download_source is all that needs the network.
-localrules:
-    download_model,
-
-
-rule download_model:
-    output:
-        model=directory(R("models", "hub", "{slug}")),
-        manifest=manifest("download_model", "{slug}"),
-    log:
-        R("logs", "download_model", "{slug}.log"),
-    benchmark:
-        R("benchmarks", "download_model", "{slug}.tsv")
-    conda:
-        "../envs/cpu.yaml"
-    threads: 1
-    resources:
-        gpu=0,
-    params:
-        cfg=lambda w: as_json(
-            {"hub_id": slug_to_hub_id(w.slug), "revision": model_revision(w.slug)}
-        ),
-        seeds=as_json({}),
-        hub_id=lambda w: slug_to_hub_id(w.slug),
-        revision=lambda w: model_revision_arg(w.slug),
-    shell:
-        "python -m toolcall_repro.provenance run --rule download_model --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.data.download model --hub-id {params.hub_id} {params.revision}"
-        " --out {output.model} > {log} 2>&1"
+# Training: GRPO (vanilla vs efficient vs each speed-up alone) per setting, from the models of models.smk.
 
 
 # One rule for both engines: local CPU GRPO on the embedded default, verl on SLURM at paper scale
@@ -165,7 +78,8 @@ localrules:
 # per-epoch group types and costs, figures; its own target so it runs without the evaluation stage.
 rule report_efficiency:
     input:
-        training=efficiency_summaries(),
+        training=training_files(efficiency_summaries()),
+        manifests=result_manifests(efficiency_summaries()),
     output:
         index=report(
             R("efficiency", "index.md"),
@@ -197,7 +111,7 @@ rule report_efficiency:
         " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
         " --gpus {resources.gpu} --"
         " python -m toolcall_repro.analysis efficiency --run-dir {params.run_dir}"
-        " --config {params.cfg:q} --out-dir {params.out_dir} > {log} 2>&1"
+        " --inputs {input:q} --config {params.cfg:q} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule efficiency:

@@ -324,14 +324,15 @@ def learning_curves(runs: Sequence[TrainingRun]) -> list:
     return [_finish("efficiency_curves", fig, caption, _run_sources(runs))]
 
 
-def write_report(run_dir, out_dir, cfg: Mapping) -> list:
-    """Tables and figures of the efficiency experiment under out_dir (tables/, figures/, index.md)."""
+def write_report(run_dir, out_dir, cfg: Mapping, inputs=None) -> list:
+    """Tables and figures of the efficiency experiment under out_dir (tables/, figures/, index.md), from
+    the training runs among `inputs` (the rule's declared inputs; all of run_dir's without them)."""
     from pathlib import Path
 
     from toolcall_repro.analysis import report
     from toolcall_repro.io import atomic_write_text
 
-    res = report.RunResults(run_dir)
+    res = report.RunResults(run_dir, inputs)
     eff = dict(cfg.get("efficiency") or {})
     tables = efficiency_tables(res.runs, margin=float(eff.get("margin", 0.05)))
     out = Path(out_dir)

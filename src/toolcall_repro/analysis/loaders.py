@@ -56,17 +56,29 @@ def _paths_in(node: object) -> Iterable[str]:
 
 
 class ManifestIndex:
-    """Which manifest under <run>/manifests/ lists a given file among its outputs."""
+    """Which manifest under <run>/manifests/ lists a given file among its outputs.
 
-    def __init__(self, run_dir: Path):
+    `inputs` (a rule's declared input files) limits every read to them: only declared manifests are
+    indexed, and the loaders below keep only declared result files (`visible`), so a stale file beside
+    them never reaches a table. Without `inputs` (a run directory read as a whole) everything is visible.
+    """
+
+    def __init__(self, run_dir: Path, inputs: Iterable[str | Path] | None = None):
         self.run_dir = Path(run_dir)
+        self.declared = None if inputs is None else {Path(p).resolve() for p in inputs}
         self._by_output: dict[str, str] = {}
         root = self.run_dir / "manifests"
-        for path in sorted(root.rglob("*.json")) if root.is_dir() else []:
+        for path in self.visible(sorted(root.rglob("*.json")) if root.is_dir() else []):
             manifest = read_json(path)
             rel_manifest = path.relative_to(self.run_dir).as_posix()
             for out in _paths_in(manifest.get("outputs", {})):
                 self._by_output[Path(out).as_posix()] = rel_manifest
+
+    def visible(self, paths: Iterable[Path]) -> list[Path]:
+        """The paths among `paths` this reader may read: the declared inputs, or all without them."""
+        if self.declared is None:
+            return list(paths)
+        return [p for p in paths if Path(p).resolve() in self.declared]
 
     def manifest_for(self, file: Path) -> str | None:
         """Manifest path (relative to the run dir) whose outputs hold `file` (or a folder above it)."""
@@ -108,7 +120,7 @@ def load_score_summaries(
     protocol fields (system_prompt, template, thinking), source, manifest.
     """
     rows = []
-    for path in sorted((Path(run_dir) / "eval" / benchmark).glob(f"*/*/{name}")):
+    for path in index.visible(sorted((Path(run_dir) / "eval" / benchmark).glob(f"*/*/{name}"))):
         summary = read_json(path)
         if "metrics" not in summary or not isinstance(summary["metrics"], dict):
             raise ResultFileError(f"{path}: no 'metrics' mapping")
@@ -162,7 +174,7 @@ def load_general(run_dir: Path, index: ManifestIndex) -> pd.DataFrame:
     """eval/general/<model>/**/summary.json (toolcall_repro.eval.general) -> one row per (model, task, metric)."""
     rows = []
     root = Path(run_dir) / "eval" / "general"
-    for path in sorted(root.glob("*/**/summary.json")):
+    for path in index.visible(sorted(root.glob("*/**/summary.json"))):
         summary = read_json(path)
         if "results" not in summary:
             raise ResultFileError(f"{path}: no 'results' list")
@@ -197,7 +209,7 @@ def load_filter_report(run_dir: Path, index: ManifestIndex) -> pd.DataFrame:
     step of its own. Also accepts {setting: {"steps": [...]}} and {"steps": [...]}.
     """
     path = Path(run_dir) / "data" / "filter_report.json"
-    if not path.is_file():
+    if not path.is_file() or not index.visible([path]):
         return pd.DataFrame(columns=["chain", "order", "step", "source", "manifest"])
     report = read_json(path)
     trace = index.trace(path)
@@ -271,7 +283,7 @@ def load_training_runs(
     runs = []
     for setting in settings:
         base = Path(run_dir) / "train" / setting
-        for metrics_path in sorted(base.glob("**/metrics.jsonl")):
+        for metrics_path in index.visible(sorted(base.glob("**/metrics.jsonl"))):
             folder = metrics_path.parent
             parts = folder.relative_to(base).parts
             variant = parts[0]

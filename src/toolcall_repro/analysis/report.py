@@ -11,7 +11,7 @@ can pass {"evaluate": <evaluate subtree>}):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -54,13 +54,14 @@ SPEEDUP_BASELINE = "vanilla"
 
 
 class RunResults:
-    """Everything the analysis reads from one run directory, loaded once."""
+    """Everything the analysis reads from one run directory, loaded once: with `inputs` (the rule's
+    declared input files), those files only (loaders.ManifestIndex)."""
 
-    def __init__(self, run_dir: str | Path):
+    def __init__(self, run_dir: str | Path, inputs: Iterable[str | Path] | None = None):
         self.run_dir = Path(run_dir)
         if not self.run_dir.is_dir():
             raise FileNotFoundError(f"no run directory {self.run_dir}")
-        index = loaders.ManifestIndex(self.run_dir)
+        index = loaders.ManifestIndex(self.run_dir, inputs)
         self.bfcl = loaders.load_score_summaries(self.run_dir, "bfcl", index)
         variance = loaders.load_score_summaries(self.run_dir, "bfcl", index, name="variance.json")
         self.bfcl_variance = variance if len(variance) else self.bfcl
@@ -171,9 +172,11 @@ def _subset(scores: pd.DataFrame, cfg: Mapping, study: str) -> pd.DataFrame:
     return scores.loc[pd.Series(keep, index=scores.index, dtype=bool)]
 
 
-def build_figures(res: RunResults, cfg: Mapping, speedup: tabular.Table | None = None) -> list[figures.Fig]:
-    if speedup is None:
-        speedup = efficiency.speedup_table(res.runs, baseline=SPEEDUP_BASELINE)
+def build_figures(res: RunResults, cfg: Mapping, speedups: pd.DataFrame | None = None) -> list[figures.Fig]:
+    """Every figure; `speedups` is the speedup table's frame as make_tables wrote it (tables/csv/speedup.csv),
+    built here from res.runs only when not given (a run directory read as a whole)."""
+    if speedups is None:
+        speedups = efficiency.speedup_table(res.runs, baseline=SPEEDUP_BASELINE).frame
     time_label = "device-hours (CPU-hours on CPU)"
     bfcl = res.bfcl
     out = [
@@ -195,7 +198,7 @@ def build_figures(res: RunResults, cfg: Mapping, speedup: tabular.Table | None =
         figures.group_fractions(res.runs),
         figures.retention(res.runs),
         figures.step_costs(efficiency.cost_points(res.runs), efficiency.cost_by_context(res.runs), res.runs),
-        figures.accuracy_vs_time(res.runs, speedup.frame, SPEEDUP_BASELINE, time_label),
+        figures.accuracy_vs_time(res.runs, speedups, SPEEDUP_BASELINE, time_label),
     ]
     assert tuple(f.name for f in out) == FIGURE_NAMES
     return out
