@@ -58,3 +58,22 @@ def test_snakefmt_check_is_clean():
         pytest.skip("snakefmt is not installed in this environment")
     res = subprocess.run([str(snakefmt), "--check", "workflow/"], cwd=REPO, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_rulegraph_is_a_graph_with_the_same_rules_for_every_config(smk):
+    """stdout of --rulegraph is the dot graph alone (notices go to stderr), and no rule is defined or
+    left out by config: the embedded default and the paper config define the same rules."""
+
+    def rules(*args):
+        res = smk("--list-rules", "--nolock", *args)
+        assert res.returncode == 0, res.stderr
+        return set(res.stdout.split())
+
+    res = smk("--rulegraph", "--nolock")
+    assert res.returncode == 0, res.stderr
+    graph = res.stdout.strip()
+    assert graph.startswith("digraph snakemake_dag {") and graph.endswith("}"), graph[:200]
+    assert 'label = "train_grpo"' in graph
+    embedded, paper = rules(), rules("--configfile", "config/paper.yaml")
+    assert embedded == paper
+    assert {"synthesize_source", "download_source", "warmstart_base_model", "download_model"} <= embedded
