@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from toolcall_repro.runconfig import LOSS_AGG, M_MIN, ConfigError, RunConfig, parse_run
+from toolcall_repro.runconfig import LOSS_AGG, M_MIN, REQUIRED, ConfigError, RunConfig, parse_run
 
 REWARD_MODULE = "pkg://toolcall_repro.engines.verl.reward"
 PROJECT = "toolcall-repro"
@@ -44,19 +44,9 @@ VERL_DEFAULTS: dict = {
     "vllm": {"enforce_eager": False, "max_num_batched_tokens": 8192, "max_num_seqs": 256},
     "extra_overrides": [],
 }
-RUN_KEYS = (
-    "lr",
-    "batch_size",
-    "n",
-    "temperature",
-    "top_p",
-    "max_prompt_tokens",
-    "epochs",
-    "clip_low",
-    "clip_high",
-    "loss_agg",
-    "checkpoint_every",
-)
+# The run keys verl's overrides need (runconfig.REQUIRED less what verl reads elsewhere or may leave out:
+# response length from max_response_tokens or max_new_tokens, the held-out set, the two speed-ups).
+RUN_KEYS = tuple(k for k in REQUIRED if k not in ("max_new_tokens", "heldout_size", "filter", "downsample"))
 LOSS_AGG_MODES = LOSS_AGG["verl"]  # the registry is runconfig.LOSS_AGG (local modes + verl-only ones)
 ATTN_IMPLEMENTATIONS = ("auto", "flash_attention_2", "sdpa", "eager")
 
