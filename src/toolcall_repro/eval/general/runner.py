@@ -21,14 +21,8 @@ import yaml
 
 from toolcall_repro.data.schema import read_samples
 from toolcall_repro.eval.general.tasks import LOCAL_TASK, expand_tasks, local_task_config, tool_choice_docs
-from toolcall_repro.io import write_jsonl
-from toolcall_repro.provenance import (
-    atomic_write_json,
-    atomic_write_text,
-    checksums,
-    package_versions,
-    sha256_file,
-)
+from toolcall_repro.io import atomic_write_json, atomic_write_text, write_jsonl
+from toolcall_repro.provenance import checksums, package_versions, sha256_file
 
 BACKENDS = ("hf", "vllm")
 SKIP_KEYS = {"alias", "name", "sample_len", " ", ""}
