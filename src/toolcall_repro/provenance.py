@@ -103,6 +103,7 @@ def build_manifest(
     cpu_s: float,
     device_s: float | None = None,
     command: list[str] | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> dict:
     return {
         "rule": rule,
@@ -119,6 +120,7 @@ def build_manifest(
         "cpu_s": round(cpu_s, 3),
         "device_s": device_s,
         "command": command,
+        "options": dict(options or {}),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 

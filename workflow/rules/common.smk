@@ -126,8 +126,47 @@ def train_resources():
 
 
 def manifest(rule_name, key="all"):
-    """Each job's manifest (written by `python -m toolcall_repro.provenance run`)."""
+    """Each job's manifest, written by the job entry (`python -m toolcall_repro.job`) when the job ends."""
     return R("manifests", rule_name, f"{key}.json")
+
+
+def _named(files):
+    return {k: v if isinstance(v, str) else list(v) for k, v in files.items()}
+
+
+def job(stage, config=None, seeds=None, gpus=None, **options):
+    """A rule's params.job: the job as JSON for `python -m toolcall_repro.job` (src/toolcall_repro/job.py).
+
+    config (the subtree the stage reads and the manifest records), seeds and every option are values or
+    functions of the wildcards. Paths come from the rule's own input and output; the rule's name from
+    output.manifest (manifests/<rule>/<key>.json); GPUs from resources.gpu unless given.
+    """
+
+    def value(v, w):
+        return v(w) if callable(v) else v
+
+    def spec(wildcards, input, output, resources):
+        return as_json(
+            {
+                "rule": os.path.basename(os.path.dirname(output.manifest)),
+                "stage": stage,
+                "input": _named(input),
+                "output": _named(output),
+                "files": {"input": list(input), "output": list(output)},
+                "config": value(config, wildcards),
+                "seeds": value(seeds, wildcards) or {},
+                "options": {k: value(v, wildcards) for k, v in options.items()},
+                "gpus": int(
+                    value(gpus, wildcards) if gpus is not None else resources.get("gpu", 0) or 0
+                ),
+            }
+        )
+
+    return spec
+
+
+# Every rule's body: the job entry runs the stage and writes the manifest (src/toolcall_repro/job.py).
+JOB = "python -m toolcall_repro.job {params.job:q} > {log} 2>&1"
 
 
 # --- data ----------------------------------------------------------------------------------------------

@@ -20,15 +20,14 @@ rule synthesize_source:
     resources:
         gpu=0,
     params:
-        cfg=lambda w: as_json(synthetic_config(w.source)),
-        seeds=as_json({"data": subtree("data", "seed")}),
-        seed=subtree("data", "seed"),
+        job=job(
+            "synthesize_source",
+            config=lambda w: synthetic_config(w.source),
+            seeds={"data": subtree("data", "seed")},
+            source=lambda w: w.source,
+        ),
     shell:
-        "python -m toolcall_repro.provenance run --rule synthesize_source --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.data.synthetic --source {wildcards.source}"
-        " --config {params.cfg:q} --seed {params.seed} --out {output.raw} > {log} 2>&1"
+        JOB
 
 
 localrules:

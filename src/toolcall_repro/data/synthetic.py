@@ -264,6 +264,19 @@ def write_raw(rows: list[dict | str], path: str | Path) -> int:
     return len(rows)
 
 
+def synthesize(source: str, config: dict, seed: int, out: str, planted: str | None = None) -> None:
+    rows, planted_rows = generate_rows(source, config, seed)
+    n = write_raw(rows, out)
+    if planted:
+        write_jsonl(planted_rows, planted)
+    print(f"{source}: wrote {n} raw rows ({len(planted_rows)} malformed on purpose) to {out}")
+
+
+def job(j) -> None:
+    """The synthesize_source job (toolcall_repro.job): config is this source's data.synthetic subtree."""
+    synthesize(j.option("source"), j.config, j.seed("data"), j.out("raw"))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--source", required=True, choices=sorted(ROW_MAKERS))
@@ -274,11 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", required=True, help="raw JSONL in the source's schema")
     parser.add_argument("--planted", help="optional JSONL listing the planted malformed rows")
     args = parser.parse_args(argv)
-    rows, planted = generate_rows(args.source, load_config_arg(args.config), args.seed)
-    n = write_raw(rows, args.out)
-    if args.planted:
-        write_jsonl(planted, args.planted)
-    print(f"{args.source}: wrote {n} raw rows ({len(planted)} malformed on purpose) to {args.out}")
+    synthesize(args.source, load_config_arg(args.config), args.seed, args.out, args.planted)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,211 @@
+"""The one job entry of the workflow: `python -m toolcall_repro.job SPEC`.
+
+Every rule's body is the same line, `python -m toolcall_repro.job {params.job:q} > {log} 2>&1`; its
+`params.job` (`job()` in workflow/rules/common.smk) is the job as JSON, built from the rule's own
+`input`, `output` and `resources`:
+
+    {"rule": "train_grpo",            # the folder of output.manifest: manifests/<rule>/<key>.json
+     "stage": "train",                # which package function runs (STAGES below)
+     "input": {"train": "...parquet", "samples": ["...", "..."]},   # the rule's named inputs
+     "output": {"summary": "...", "manifest": "..."},              # the rule's named outputs
+     "files": {"input": [...], "output": [...]},                   # every path, named or not
+     "config": {...},                 # the config subtree the stage reads (and the manifest records)
+     "seeds": {"train": 0},           # every seed the job uses
+     "options": {"threads": 1},       # what is not config: thread counts, backends, launcher paths
+     "gpus": 0}                       # GPUs the job holds (the manifest's device seconds)
+
+The entry imports the stage's function, calls it with a `Job` (the stage reads typed values from it; no
+argv is rebuilt on the way), checks that every declared output exists, then writes the manifest from
+the same spec: what ran is what is recorded. When the stage raises or an output is missing, nothing is
+written and the exit status is not 0 (Snakemake then removes the outputs).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import resource
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# stage -> "module:function". One entry per kind of job; a rule names its stage in params.job.
+# The functions live beside the stage's own CLI (each module's `main(argv)` stays for humans).
+STAGES: dict[str, str] = {
+    # data.smk
+    "synthesize_source": "toolcall_repro.data.synthetic:job",
+    "download_source": "toolcall_repro.data.download:job",
+    "normalise_source": "toolcall_repro.data.normalise:job",
+    "download_lm_eval_data": "toolcall_repro.eval.general.fetch:job",
+    # models.smk
+    "warm_start": "toolcall_repro.engines.local.warmstart:job",
+    "download_model": "toolcall_repro.data.download:model_job",
+    # filter.smk
+    "filter_single_turn": "toolcall_repro.data.filter_cli:single_turn_job",
+    "filter_multi_turn": "toolcall_repro.data.filter_cli:multi_turn_job",
+    "format_subsets": "toolcall_repro.data.filter_cli:format_subsets_job",
+    "pool": "toolcall_repro.data.filter_cli:pool_job",
+    "filter_report": "toolcall_repro.data.report:job",
+    # train.smk
+    "train": "toolcall_repro.engines.train:job",
+    "efficiency_report": "toolcall_repro.analysis.__main__:efficiency_job",
+    # evaluate.smk
+    "bfcl": "toolcall_repro.eval.bfcl.cli:run_job",
+    "bfcl_summary": "toolcall_repro.eval.bfcl.cli:summarise_job",
+    "heldout": "toolcall_repro.eval.heldout:job",
+    "acebench_download": "toolcall_repro.eval.acebench.cli:download_job",
+    "acebench_synthesize": "toolcall_repro.eval.acebench.cli:synthesize_job",
+    "acebench": "toolcall_repro.eval.acebench.cli:run_job",
+    "acebench_summary": "toolcall_repro.eval.acebench.cli:summarise_job",
+    "general": "toolcall_repro.eval.general.runner:job",
+    # report.smk
+    "tables": "toolcall_repro.analysis.__main__:tables_job",
+    "figures": "toolcall_repro.analysis.__main__:figures_job",
+    "record": "toolcall_repro.provenance:record_job",
+    "archive": "toolcall_repro.archive:job",
+}
+
+
+class JobError(ValueError):
+    """A spec the entry cannot run: names the key and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job as its rule declared it (see the module docstring for the JSON)."""
+
+    rule: str
+    stage: str
+    input: dict = field(default_factory=dict)
+    output: dict = field(default_factory=dict)
+    files: dict = field(default_factory=dict)
+    config: object = None
+    seeds: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)
+    gpus: int = 0
+
+    @classmethod
+    def from_json(cls, text: str) -> Job:
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise JobError(f"job spec is not JSON: {exc}") from None
+        if not isinstance(raw, dict):
+            raise JobError(f"job spec must be a JSON object, got {type(raw).__name__}")
+        unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise JobError(f"job spec: unknown key(s) {unknown}; allowed: {sorted(cls.__dataclass_fields__)}")
+        for key in ("rule", "stage"):
+            if not isinstance(raw.get(key), str) or not raw[key]:
+                raise JobError(f"job spec: {key!r} must be a non-empty string, got {raw.get(key)!r}")
+        if raw["stage"] not in STAGES:
+            raise JobError(f"job spec: stage {raw['stage']!r} is not one of {sorted(STAGES)}")
+        return cls(**raw)
+
+    # --- the rule's paths -----------------------------------------------------------------------------
+
+    def path(self, name: str, kind: str = "input") -> str:
+        """The one path of a named input (or output): an error if it is missing or a list."""
+        value = self._named(name, kind)
+        if not isinstance(value, str):
+            raise JobError(f"{self.rule}: {kind} {name!r} is a list of {len(value)}, expected one path")
+        return value
+
+    def paths(self, name: str, kind: str = "input") -> list[str]:
+        """Every path of a named input (or output): a single path becomes a list of one."""
+        value = self._named(name, kind, default=[])
+        return [value] if isinstance(value, str) else list(value)
+
+    def out(self, name: str) -> str:
+        return self.path(name, "output")
+
+    def option(self, name: str, default: object = ...) -> object:
+        if name in self.options:
+            return self.options[name]
+        if default is ...:
+            raise JobError(f"{self.rule}: option {name!r} is not set; set: {sorted(self.options)}")
+        return default
+
+    def seed(self, name: str) -> int:
+        if name not in self.seeds:
+            raise JobError(f"{self.rule}: seed {name!r} is not set; set: {sorted(self.seeds)}")
+        return int(self.seeds[name])
+
+    def _named(self, name: str, kind: str, default: object = ...) -> object:
+        named = self.input if kind == "input" else self.output
+        if name in named:
+            return named[name]
+        if default is ...:
+            raise JobError(f"{self.rule}: no {kind} named {name!r}; named: {sorted(named)}")
+        return default
+
+    @property
+    def manifest(self) -> str | None:
+        return self.output.get("manifest")
+
+
+def stage_function(stage: str) -> Callable[[Job], object]:
+    module, _, name = STAGES[stage].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and its finished children (bfcl's scorer, verl's launcher)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def run(job: Job) -> int:
+    """Run the job's stage, then write its manifest; on failure write nothing."""
+    from toolcall_repro.io import atomic_write_json
+    from toolcall_repro.provenance import build_manifest
+
+    start = time.perf_counter()
+    rc = stage_function(job.stage)(job)
+    if rc not in (None, 0):
+        return int(rc)
+    # CPU of the whole job process (imports included), as a job's own process is the job.
+    wall, cpu = time.perf_counter() - start, cpu_seconds()
+    outputs = [o for o in job.files.get("output", []) if job.manifest is None or Path(o) != Path(job.manifest)]
+    missing = [o for o in outputs if not Path(o).exists()]
+    if missing:
+        print(f"{job.rule}: the stage finished but did not write {missing}", file=sys.stderr)
+        return 3
+    if job.manifest is None:
+        return 0
+    atomic_write_json(
+        job.manifest,
+        build_manifest(
+            rule=job.rule,
+            config_subtree=job.config,
+            inputs=job.files.get("input", []),
+            outputs=outputs,
+            seeds=job.seeds,
+            wall_s=wall,
+            cpu_s=cpu,
+            # GPU-seconds at paper scale are the job's wall-clock x GPUs it held.
+            device_s=round(wall * job.gpus, 3) if job.gpus else round(cpu, 3),
+            command=["python", "-m", "toolcall_repro.job", job.stage],
+            options=job.options,
+        ),
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 1:
+        print("usage: python -m toolcall_repro.job SPEC_JSON (a rule's params.job)", file=sys.stderr)
+        return 2
+    try:
+        job = Job.from_json(argv[0])
+    except JobError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return run(job)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
