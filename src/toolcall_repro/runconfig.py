@@ -302,14 +302,41 @@ def dag_runs(config: Mapping) -> list[tuple[str, str, str]]:
     return out
 
 
-def validate_config(config: Mapping) -> list[str]:
-    """Every cross-key problem of the training runs the DAG builds (empty: none), each naming its key.
+def stage_problems(config: Mapping) -> list[str]:
+    """Cross-key rules outside training: the reserve the held-out splits need, where archives go."""
+    import os.path
 
-    Needs a config that passed the JSON Schema (types and single-key limits are its job).
+    out: list[str] = []
+    reserve = config["filter"]["reserve_fraction"]
+    if config["model"]["base"] == "tiny" and reserve == 0:
+        out.append(
+            "filter.reserve_fraction must be > 0 with model.base: tiny: the warm start would train on "
+            "the held-out splits (see config/README.md)"
+        )
+    if config["evaluate"].get("heldout") and reserve == 0:
+        out.append(
+            "evaluate.heldout needs filter.reserve_fraction > 0 (the reserve is its prompts); set it or "
+            "remove evaluate.heldout"
+        )
+    run = os.path.abspath(os.path.join("results", config["run_id"]))
+    archives = os.path.abspath((config.get("archive") or {}).get("dir", os.path.join("results", "archives")))
+    if os.path.commonpath([archives, run]) == run:
+        out.append(
+            f"archive.dir: {config['archive']['dir']!r} lies inside results/{config['run_id']}, which a "
+            "rerun rewrites: choose a folder outside it (default results/archives)"
+        )
+    return out
+
+
+def validate_config(config: Mapping) -> list[str]:
+    """Every cross-key problem (empty: none), each naming its key: the stages' rules (`stage_problems`),
+    then every training run the DAG builds, with the training engine's limits.
+
+    Needs a config that passed the JSON Schema (types and single-key limits are its job: `schema_problem`).
     """
     engine = config["engines"]["training"]
     variants = config["train"]["variants"]
-    out: list[str] = []
+    out: list[str] = stage_problems(config)
     for dataset, variant, asked in dag_runs(config):
         if dataset not in SETTINGS and not dataset.startswith("format_") and dataset != "tooln1":
             out.append(must(f"{asked}.setting", f"one of {SETTINGS}", dataset))
@@ -350,19 +377,23 @@ def check_config(config: Mapping, limit: int = 5) -> None:
         lines = problems[:limit] + (
             [f"... and {len(problems) - limit} more"] if len(problems) > limit else []
         )
-        raise ConfigError("bad training config (checked before any job):\n  " + "\n  ".join(lines))
+        raise ConfigError("bad config (checked before any job):\n  " + "\n  ".join(lines))
 
 
-def schema_error(err: BaseException) -> str:
-    """A JSON Schema failure in a few words: the offending key, its value, what is allowed."""
+def schema_problem(config: Mapping, schema: Mapping) -> str | None:
+    """The config's first JSON Schema failure in one line (None: valid), validated with jsonschema itself
+    (snakemake's `validate` would print the whole schema and config with it)."""
     import jsonschema
 
-    # snakemake's validate raises its WorkflowError while handling jsonschema's ValidationError
-    e = err
-    while e is not None and not isinstance(e, jsonschema.ValidationError):
-        e = e.__cause__ or e.__context__
-    if e is None:
-        return str(err).splitlines()[0]
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
+    return None if error is None else schema_error(error)
+
+
+def schema_error(e) -> str:
+    """One jsonschema `ValidationError` in a few words: the offending key, its value, what is allowed."""
+    import jsonschema
+
     if e.context:  # oneOf / anyOf: the branch that came closest says more than "not valid under any"
         e = jsonschema.exceptions.best_match(e.context)
     key = ".".join(str(p) for p in e.absolute_path) or "(top level)"

@@ -3,17 +3,17 @@ import os
 import shlex
 import posixpath
 
-from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
+import yaml
 
 from toolcall_repro.archive import archive_name, code_tag
 from toolcall_repro.provenance import config_hash
 from toolcall_repro.runconfig import (
+    SETTINGS,
     ConfigError,
     check_config,
     compose_run,
     dataset_setting as _dataset_setting,
-    schema_error,
+    schema_problem,
 )
 
 
@@ -23,23 +23,17 @@ report: "../report/workflow.rst"
 # A bad config fails here, before any job, in a few lines naming the key, the value and what is allowed:
 # the schema (one key at a time; its first complaint, not the schema and config dump), then every
 # training run the DAG builds (cross-key rules: m <= n, engine limits, probe schedule; runconfig.py).
-try:
-    validate(config, "../schemas/config.schema.yaml")
-except WorkflowError as err:
-    raise ConfigError(schema_error(err)) from None
-check_config(config)
-# Beyond one key: the tiny base model is warm-started on the data, so the held-out splits need a reserve.
-if config["model"]["base"] == "tiny" and config["filter"]["reserve_fraction"] == 0:
-    raise ValueError(
-        "filter.reserve_fraction must be > 0 with model.base: tiny: the warm start would train on "
-        "the held-out splits (see config/README.md)"
-    )
+with open(os.path.join(workflow.basedir, "schemas", "config.schema.yaml")) as f:
+    _problem = schema_problem(config, yaml.safe_load(f))
+if _problem:
+    raise ConfigError(_problem)
+check_config(config)  # every cross-key rule (runconfig.validate_config)
+
 
 RUN = os.path.join("results", config["run_id"])
 PAPER_SCALE = config["engines"]["training"] == "verl"
 THREADS = config["engines"]["threads"]
 WARMSTART_THREADS = config["engines"].get("warmstart_threads", THREADS)
-SETTINGS = ["single_turn", "multi_turn"]
 SOURCES = ["xlam", "toolace", "looptool"]
 VERL = config["train"].get("verl", {"nodes": 1, "gpus_per_node": 0})
 # Archives live outside results/<run_id> (Snakemake deletes the old outputs of every job it reruns), named
@@ -51,13 +45,6 @@ ARCHIVE = os.path.join(
     ARCHIVE_CFG["dir"],
     archive_name(config["run_id"], code_tag(workflow.basedir), config_hash(config)),
 )
-if os.path.commonpath(
-    [os.path.abspath(ARCHIVE_CFG["dir"]), os.path.abspath(RUN)]
-) == os.path.abspath(RUN):
-    raise ValueError(
-        f"archive.dir: {ARCHIVE_CFG['dir']!r} lies inside results/{config['run_id']}, which a rerun "
-        "rewrites: choose a folder outside it (default results/archives)"
-    )
 
 
 wildcard_constraints:
@@ -157,7 +144,9 @@ def job(stage, config=None, seeds=None, gpus=None, **options):
                 "seeds": value(seeds, wildcards) or {},
                 "options": {k: value(v, wildcards) for k, v in options.items()},
                 "gpus": int(
-                    value(gpus, wildcards) if gpus is not None else resources.get("gpu", 0) or 0
+                    value(gpus, wildcards)
+                    if gpus is not None
+                    else resources.get("gpu", 0) or 0
                 ),
             }
         )
@@ -187,12 +176,6 @@ def raw_source(source):
     if config["data"]["mode"] == "synthetic":
         return R("data", "raw", f"{source}.jsonl")
     return R("data", "raw", "hub", f"{source}.jsonl")
-
-
-def data_files_arg(source):
-    """Local files for a source that is not on the Hub (e.g. Tool-N1's RL data)."""
-    files = subtree("data", "sources", source).get("data_files")
-    return f"--data-files {files}" if files else ""
 
 
 def tooln1_sources():
@@ -229,11 +212,6 @@ def slug_to_hub_id(slug):
 def model_revision(slug):
     """A hub model's pinned revision (model.revisions); the download record names the commit read."""
     return config["model"].get("revisions", {}).get(slug_to_hub_id(slug))
-
-
-def model_revision_arg(slug):
-    revision = model_revision(slug)
-    return f"--revision {revision}" if revision else ""
 
 
 def model_path(name):
@@ -389,11 +367,6 @@ def bfcl_summaries(study):
 HELDOUT = config["evaluate"].get("heldout")
 RESERVE_FRACTION = config["filter"]["reserve_fraction"]
 RESERVE_SEED = config["filter"]["seed"]
-if HELDOUT and RESERVE_FRACTION == 0:
-    raise ValueError(
-        "evaluate.heldout needs filter.reserve_fraction > 0 (the reserve is its prompts); set it or remove "
-        "evaluate.heldout"
-    )
 
 
 def heldout_summaries(study=None):

@@ -51,19 +51,13 @@ rule download_source:
     resources:
         gpu=0,
     params:
-        cfg=lambda w: as_json(subtree("data", "sources", w.source)),
-        seeds=as_json({}),
-        hub_id=lambda w: subtree("data", "sources", w.source)["hub_id"],
-        revision=lambda w: subtree("data", "sources", w.source)["revision"],
-        split=lambda w: subtree("data", "sources", w.source)["split"],
-        data_files=lambda w: data_files_arg(w.source),
+        job=job(
+            "download_source",
+            config=lambda w: subtree("data", "sources", w.source),
+            source=lambda w: w.source,
+        ),
     shell:
-        "python -m toolcall_repro.provenance run --rule download_source --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.data.download --source {wildcards.source}"
-        " --hub-id {params.hub_id} --revision {params.revision} --split {params.split}"
-        " {params.data_files} --out {output.raw} > {log} 2>&1"
+        JOB
 
 
 rule normalise_source:
@@ -84,15 +78,12 @@ rule normalise_source:
     resources:
         gpu=0,
     params:
-        cfg=lambda w: as_json({"source": w.source}),
-        seeds=as_json({}),
+        job=job(
+            "normalise_source",
+            config=lambda w: {"source": w.source},
+        ),
     shell:
-        "python -m toolcall_repro.provenance run --rule normalise_source --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.data.normalise --source {wildcards.source}"
-        " --raw {input.raw} --out {output.samples} --rejects {output.rejects}"
-        " --report {output.report} > {log} 2>&1"
+        JOB
 
 
 localrules:
@@ -115,18 +106,12 @@ rule download_lm_eval_data:
     resources:
         gpu=0,
     params:
-        cfg=lambda w: as_json(
-            {
+        job=job(
+            "download_lm_eval_data",
+            config=lambda w: {
                 "tasks": lm_eval_tasks(),
                 "revisions": subtree("evaluate", "general", "revisions"),
-            }
+            },
         ),
-        seeds=as_json({}),
-        tasks=lambda w: lm_eval_tasks(),
-        revisions=lambda w: as_json(subtree("evaluate", "general", "revisions")),
     shell:
-        "python -m toolcall_repro.provenance run --rule download_lm_eval_data --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.eval.general.fetch --tasks {params.tasks}"
-        " --revisions {params.revisions:q} --out {output.record} > {log} 2>&1"
+        JOB

@@ -29,24 +29,15 @@ rule filter_single_turn:
     resources:
         **stage_resources("filter", gpu=0),
     params:
-        cfg=as_json(
-            {
-                **subtree("filter", "single_turn"),
-                **heldout_cfg(),
-            }
+        job=job(
+            "filter_single_turn",
+            config={**subtree("filter", "single_turn"), **heldout_cfg()},
+            seeds={"filter": subtree("filter", "seed")},
+            backend=config["engines"]["generation"],
+            threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
         ),
-        seeds=as_json({"filter": subtree("filter", "seed")}),
-        seed=subtree("filter", "seed"),
-        backend=config["engines"]["generation"],
-        torch_threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
     shell:
-        "python -m toolcall_repro.provenance run --rule filter_single_turn --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.data.filter_cli single-turn --inputs {input.samples}"
-        " --policy {input.policy} --backend {params.backend} --config {params.cfg:q}"
-        " --seed {params.seed} --out-train {output.train} --out-heldout {output.heldout}"
-        " --report {output.report} --threads {params.torch_threads} > {log} 2>&1"
+        JOB
 
 
 rule filter_multi_turn:
@@ -68,24 +59,15 @@ rule filter_multi_turn:
     resources:
         **stage_resources("filter", gpu=0),
     params:
-        cfg=as_json(
-            {
-                **subtree("filter", "multi_turn"),
-                **heldout_cfg(),
-            }
+        job=job(
+            "filter_multi_turn",
+            config={**subtree("filter", "multi_turn"), **heldout_cfg()},
+            seeds={"filter": subtree("filter", "seed")},
+            backend=config["engines"]["generation"],
+            threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
         ),
-        seeds=as_json({"filter": subtree("filter", "seed")}),
-        seed=subtree("filter", "seed"),
-        backend=config["engines"]["generation"],
-        torch_threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
     shell:
-        "python -m toolcall_repro.provenance run --rule filter_multi_turn --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.data.filter_cli multi-turn --inputs {input.samples}"
-        " --policy {input.policy} --backend {params.backend} --config {params.cfg:q}"
-        " --seed {params.seed} --out-train {output.train} --out-heldout {output.heldout}"
-        " --report {output.report} --threads {params.torch_threads} > {log} 2>&1"
+        JOB
 
 
 rule subset_format_study:
@@ -107,17 +89,13 @@ rule subset_format_study:
     resources:
         gpu=0,
     params:
-        cfg=as_json(subtree("filter", "format_study")),
-        seeds=as_json({"filter": subtree("filter", "seed")}),
-        seed=subtree("filter", "seed"),
+        job=job(
+            "format_subsets",
+            config=subtree("filter", "format_study"),
+            seeds={"filter": subtree("filter", "seed")},
+        ),
     shell:
-        "python -m toolcall_repro.provenance run --rule subset_format_study --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.data.filter_cli format-subsets --single {input.single}"
-        " --multi {input.multi} --config {params.cfg:q} --seed {params.seed}"
-        " --out-single {output.single} --out-multi {output.multi} --report {output.report}"
-        " > {log} 2>&1"
+        JOB
 
 
 # Tool-N1's training data (unfiltered, with a held-out split) for the paper's 80-step filter policy.
@@ -141,16 +119,11 @@ rule pool_tooln1:
     resources:
         gpu=0,
     params:
-        cfg=as_json(heldout_cfg()),
-        seeds=as_json({"filter": subtree("filter", "seed")}),
-        seed=subtree("filter", "seed"),
+        job=job(
+            "pool", config=heldout_cfg(), seeds={"filter": subtree("filter", "seed")}
+        ),
     shell:
-        "python -m toolcall_repro.provenance run --rule pool_tooln1 --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.data.filter_cli pool --inputs {input.samples}"
-        " --config {params.cfg:q} --seed {params.seed} --out-train {output.train}"
-        " --out-heldout {output.heldout} --report {output.report} > {log} 2>&1"
+        JOB
 
 
 rule report_filter:
@@ -185,12 +158,6 @@ rule report_filter:
     resources:
         gpu=0,
     params:
-        cfg=as_json(subtree("filter")),
-        seeds=as_json({}),
+        job=job("filter_report", config=subtree("filter")),
     shell:
-        "python -m toolcall_repro.provenance run --rule report_filter --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.data.report --steps {input.steps}"
-        " --normalise {input.normalise} --rejects {input.rejects}"
-        " --out-json {output.json} --out-md {output.md} > {log} 2>&1"
+        JOB

@@ -22,38 +22,23 @@ rule warmstart_base_model:
     resources:
         gpu=0,
     params:
-        # lambdas: evaluated only when the DAG needs the warm start (config/paper.yaml has no model.tiny)
-        cfg=lambda w: as_json(subtree("model", "tiny")),
-        record=lambda w: as_json(
-            {
+        # lambdas: evaluated only when the DAG needs the warm start (config/paper.yaml has no model.tiny).
+        # Torch threads are config, not {threads}: --cores 1 would scale {threads} down and change the
+        # float sums, hence the weights.
+        job=job(
+            "warm_start",
+            config=lambda w: {
                 "model.tiny": subtree("model", "tiny"),
                 "filter.reserve_fraction": subtree("filter", "reserve_fraction"),
                 "engines.warmstart_threads": WARMSTART_THREADS,
-            }
-        ),
-        seeds=lambda w: as_json(
-            {
+            },
+            seeds=lambda w: {
                 "model": subtree("model", "tiny", "seed"),
                 "reserve": subtree("filter", "seed"),
-            }
-        ),
-        seed=lambda w: subtree("model", "tiny", "seed"),
-        reserve=subtree("filter", "reserve_fraction"),
-        reserve_seed=subtree("filter", "seed"),
-        # torch threads from config, not {threads}: --cores 1 would scale {threads} down and change
-        # the float sums, hence the weights
-        torch_threads=WARMSTART_THREADS,
-        early=lambda w, output: (
-            f"--early-out {output.early}" if "early" in output.keys() else ""
+            },
         ),
     shell:
-        "python -m toolcall_repro.provenance run --rule warmstart_base_model --manifest {output.manifest:q}"
-        " --config {params.record:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.engines.local.warmstart --train {input.samples}"
-        " --out {output.model} --config {params.cfg:q} --seed {params.seed}"
-        " --reserve-fraction {params.reserve} --reserve-seed {params.reserve_seed}"
-        " --threads {params.torch_threads} {params.early} > {log} 2>&1"
+        JOB
 
 
 # Paper scale: hub models (base, per-setting policies, the multi-turn filter model) are snapshotted into
@@ -76,15 +61,12 @@ rule download_model:
     resources:
         gpu=0,
     params:
-        cfg=lambda w: as_json(
-            {"hub_id": slug_to_hub_id(w.slug), "revision": model_revision(w.slug)}
+        job=job(
+            "download_model",
+            config=lambda w: {
+                "hub_id": slug_to_hub_id(w.slug),
+                "revision": model_revision(w.slug),
+            },
         ),
-        seeds=as_json({}),
-        hub_id=lambda w: slug_to_hub_id(w.slug),
-        revision=lambda w: model_revision_arg(w.slug),
     shell:
-        "python -m toolcall_repro.provenance run --rule download_model --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.data.download model --hub-id {params.hub_id} {params.revision}"
-        " --out {output.model} > {log} 2>&1"
+        JOB

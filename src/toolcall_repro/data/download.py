@@ -111,6 +111,25 @@ def model_main(argv: list[str]) -> None:
     print(f"{args.hub_id}@{record['resolved_revision']}: {len(record['files_sha256'])} files in {args.out}")
 
 
+def model_job(j) -> None:
+    """The download_model job (toolcall_repro.job): config {"hub_id", "revision"} (revision may be null)."""
+    out = j.out("model")
+    record = download_model(j.config["hub_id"], j.config.get("revision"), out)
+    print(f"{j.config['hub_id']}@{record['resolved_revision']}: {len(record['files_sha256'])} files in {out}")
+
+
+def job(j) -> None:
+    """The download_source job (toolcall_repro.job): config is data.sources.<source> (hub_id, revision,
+    split, optional data_files)."""
+    cfg = j.config
+    files = cfg.get("data_files")
+    record = download(
+        j.option("source"), cfg["hub_id"], cfg.get("revision"), cfg.get("split", "train"), j.out("raw"),
+        [files] if isinstance(files, str) else files,
+    )  # fmt: skip
+    print(f"{j.option('source')}: {record['rows']} rows from {cfg['hub_id']}@{record['resolved_revision']}")
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["model"]:

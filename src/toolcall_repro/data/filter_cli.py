@@ -42,16 +42,28 @@ def _write_outputs(report: dict, outputs: dict[str, tuple[str, list]], report_pa
         atomic_write_json(report_path, report)
 
 
-def run_rollout_filter(args: argparse.Namespace, setting: str) -> dict:
+def rollout_filter(
+    setting: str,
+    *,
+    inputs: list[str],
+    policy: str,
+    backend: str,
+    config: dict,
+    seed: int,
+    out_train: str,
+    out_heldout: str,
+    report_path: str | None,
+    threads: int = 1,
+) -> dict:
+    """One rollout filter chain (`filters.filter_single_turn` / `filter_multi_turn`), files in and out."""
     import torch
 
     from toolcall_repro.data.rollouts import load_policy, make_protocol, make_renderer, run_rollouts
 
-    torch.set_num_threads(args.threads)  # 1 thread per job is fastest on a shared 2-core machine
-    config = load_config_arg(args.config)
-    samples, inputs = _read_all(args.inputs)
-    backend, tokenizer = load_policy(args.backend, args.policy, args.threads)
-    protocol = make_protocol(config, args.seed, args.backend)
+    torch.set_num_threads(threads)  # 1 thread per job is fastest on a shared 2-core machine
+    samples, input_records = _read_all(inputs)
+    engine, tokenizer = load_policy(backend, policy, threads)
+    protocol = make_protocol(config, seed, backend)
     render = make_renderer(protocol, tokenizer)
     timing = {"rollout_s": 0.0}
 
@@ -59,13 +71,13 @@ def run_rollout_filter(args: argparse.Namespace, setting: str) -> dict:
         start = time.perf_counter()
         out = run_rollouts(
             batch,
-            backend,
+            engine,
             render,
             int(config["rollouts"]),
             temperature=float(config["temperature"]),
             top_p=float(config["top_p"]),
             max_tokens=int(config["max_new_tokens"]),
-            seed=args.seed,
+            seed=seed,
             batch_size=int(config.get("batch_size", 16)),
         )
         timing["rollout_s"] += time.perf_counter() - start
@@ -75,18 +87,16 @@ def run_rollout_filter(args: argparse.Namespace, setting: str) -> dict:
         return len(tokenizer(render(sample), add_special_tokens=False)["input_ids"])
 
     chain = filters.filter_single_turn if setting == "single_turn" else filters.filter_multi_turn
-    train, heldout, report = chain(samples, config, args.seed, score, prompt_tokens)
+    train, heldout, report = chain(samples, config, seed, score, prompt_tokens)
     report.update(
         config=config,
-        seed=args.seed,
-        inputs=inputs,
-        policy={"path": args.policy, "backend": args.backend},
+        seed=seed,
+        inputs=input_records,
+        policy={"path": policy, "backend": backend},
         protocol=_card(protocol, tokenizer),
         rollout_seconds=round(timing["rollout_s"], 3),
     )
-    _write_outputs(
-        report, {"train": (args.out_train, train), "heldout": (args.out_heldout, heldout)}, args.report
-    )
+    _write_outputs(report, {"train": (out_train, train), "heldout": (out_heldout, heldout)}, report_path)
     return report
 
 
@@ -96,26 +106,84 @@ def _card(protocol, tokenizer) -> dict:
     return protocol_card(protocol, tokenizer)
 
 
-def run_format_subsets(args: argparse.Namespace) -> dict:
-    config = load_config_arg(args.config)
-    single, multi = read_samples(args.single), read_samples(args.multi)
-    a, b, report = filters.format_subsets(single, multi, int(config["size"]), args.seed)
-    report.update(setting="format_study", config=config, seed=args.seed)
-    _write_outputs(
-        report, {"format_single": (args.out_single, a), "format_multi": (args.out_multi, b)}, args.report
-    )
+def format_subsets(
+    *, single: str, multi: str, config: dict, seed: int, out_single: str, out_multi: str, report_path: str
+) -> dict:
+    a, b, report = filters.format_subsets(read_samples(single), read_samples(multi), int(config["size"]), seed)
+    report.update(setting="format_study", config=config, seed=seed)
+    _write_outputs(report, {"format_single": (out_single, a), "format_multi": (out_multi, b)}, report_path)
     return report
 
 
-def run_pool(args: argparse.Namespace) -> dict:
-    config = load_config_arg(args.config)
-    samples, inputs = _read_all(args.inputs)
-    train, heldout, report = filters.pool_samples(samples, config, args.seed)
-    report.update(config=config, seed=args.seed, inputs=inputs)
-    _write_outputs(
-        report, {"train": (args.out_train, train), "heldout": (args.out_heldout, heldout)}, args.report
-    )
+def pool(
+    *, inputs: list[str], config: dict, seed: int, out_train: str, out_heldout: str, report_path: str | None
+) -> dict:
+    samples, input_records = _read_all(inputs)
+    train, heldout, report = filters.pool_samples(samples, config, seed)
+    report.update(config=config, seed=seed, inputs=input_records)
+    _write_outputs(report, {"train": (out_train, train), "heldout": (out_heldout, heldout)}, report_path)
     return report
+
+
+def _print_report(report: dict) -> None:
+    for step in report.get("steps", []):
+        print(f"{step['step']:>22}: {step['in']:>6} -> {step['out']:>6}  {step['dropped']}")
+    print({k: v["samples"] for k, v in report["outputs"].items()})
+
+
+# --- the jobs of filter.smk (toolcall_repro.job): config is the chain's subtree, seeds {"filter": S} ---
+
+
+def _rollout_job(j, setting: str) -> None:
+    _print_report(
+        rollout_filter(
+            setting,
+            inputs=j.paths("samples"),
+            policy=j.path("policy"),
+            backend=j.option("backend"),
+            config=j.config,
+            seed=j.seed("filter"),
+            out_train=j.out("train"),
+            out_heldout=j.out("heldout"),
+            report_path=j.out("report"),
+            threads=int(j.option("threads")),
+        )
+    )
+
+
+def single_turn_job(j) -> None:
+    _rollout_job(j, "single_turn")
+
+
+def multi_turn_job(j) -> None:
+    _rollout_job(j, "multi_turn")
+
+
+def format_subsets_job(j) -> None:
+    _print_report(
+        format_subsets(
+            single=j.path("single"),
+            multi=j.path("multi"),
+            config=j.config,
+            seed=j.seed("filter"),
+            out_single=j.out("single"),
+            out_multi=j.out("multi"),
+            report_path=j.out("report"),
+        )
+    )
+
+
+def pool_job(j) -> None:
+    _print_report(
+        pool(
+            inputs=j.paths("samples"),
+            config=j.config,
+            seed=j.seed("filter"),
+            out_train=j.out("train"),
+            out_heldout=j.out("heldout"),
+            report_path=j.out("report"),
+        )
+    )
 
 
 def _rollout_parser(sub, name: str, help_text: str) -> None:
@@ -154,15 +222,40 @@ def main(argv: list[str] | None = None) -> None:
     pool.add_argument("--out-heldout", required=True)
     pool.add_argument("--report")
     args = parser.parse_args(argv)
+    config = load_config_arg(args.config)
     if args.command in ("single-turn", "multi-turn"):
-        report = run_rollout_filter(args, args.command.replace("-", "_"))
+        report = rollout_filter(
+            args.command.replace("-", "_"),
+            inputs=args.inputs,
+            policy=args.policy,
+            backend=args.backend,
+            config=config,
+            seed=args.seed,
+            out_train=args.out_train,
+            out_heldout=args.out_heldout,
+            report_path=args.report,
+            threads=args.threads,
+        )
     elif args.command == "format-subsets":
-        report = run_format_subsets(args)
+        report = format_subsets(
+            single=args.single,
+            multi=args.multi,
+            config=config,
+            seed=args.seed,
+            out_single=args.out_single,
+            out_multi=args.out_multi,
+            report_path=args.report,
+        )
     else:
-        report = run_pool(args)
-    for step in report.get("steps", []):
-        print(f"{step['step']:>22}: {step['in']:>6} -> {step['out']:>6}  {step['dropped']}")
-    print({k: v["samples"] for k, v in report["outputs"].items()})
+        report = pool(
+            inputs=args.inputs,
+            config=config,
+            seed=args.seed,
+            out_train=args.out_train,
+            out_heldout=args.out_heldout,
+            report_path=args.report,
+        )
+    _print_report(report)
 
 
 if __name__ == "__main__":

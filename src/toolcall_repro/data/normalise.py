@@ -49,6 +49,12 @@ def normalise_file(
     return summary
 
 
+def job(j) -> None:
+    """The normalise_source job (toolcall_repro.job)."""
+    s = normalise_file(j.config["source"], j.path("raw"), j.out("samples"), j.out("rejects"), j.out("report"))
+    print(f"{s['source']}: {s['rows']} rows -> {s['samples']} samples, {s['rows_rejected']} rejected {s['rejects']}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Normalise one raw source into the sample schema.")
     parser.add_argument("--source", required=True, choices=sorted(LOADERS))

@@ -108,6 +108,22 @@ def to_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_report(steps: list[str], normalise: list[str], rejects: list[str], out_json: str, out_md: str) -> dict:
+    load = lambda p: json.loads(Path(p).read_text())  # noqa: E731
+    report = merge_reports(
+        [load(p) for p in steps], [load(p) for p in normalise], [rejects_summary(p) for p in rejects]
+    )
+    atomic_write_json(out_json, report)
+    atomic_write_text(out_md, to_markdown(report))
+    print(to_markdown(report))
+    return report
+
+
+def job(j) -> None:
+    """The report_filter job (toolcall_repro.job): every chain's report, normalise reports, rejects."""
+    write_report(j.paths("steps"), j.paths("normalise"), j.paths("rejects"), j.out("json"), j.out("md"))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Merge the data stage's reports into the filter report.")
     parser.add_argument("--steps", nargs="+", required=True, help="per-chain JSON reports from data.filters")
@@ -118,15 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out-json", required=True)
     parser.add_argument("--out-md", required=True)
     args = parser.parse_args(argv)
-    load = lambda p: json.loads(Path(p).read_text())  # noqa: E731
-    report = merge_reports(
-        [load(p) for p in args.steps],
-        [load(p) for p in args.normalise],
-        [rejects_summary(p) for p in args.rejects],
-    )
-    atomic_write_json(args.out_json, report)
-    atomic_write_text(args.out_md, to_markdown(report))
-    print(to_markdown(report))
+    write_report(args.steps, args.normalise, args.rejects, args.out_json, args.out_md)
 
 
 if __name__ == "__main__":

@@ -201,6 +201,65 @@ def warm_start(samples: Sequence[Sample], tiny: Mapping, seed: int, log=print, o
     return model, tokenizer, report
 
 
+def build_base_model(
+    *,
+    train: list[str],
+    out: str,
+    tiny: dict,
+    seed: int,
+    reserve_fraction: float,
+    reserve_seed: int,
+    threads: int,
+    early_out: str | None = None,
+) -> dict:
+    """Build the tiny model and warm-start it on the samples outside the reserve; save it to `out`
+    (and the same run's weights after `tiny["early_step"]` steps to `early_out`, when given)."""
+    set_threads(threads)
+    samples, reserved = partition(load_samples(train), reserve_fraction, reserve_seed)
+    print(f"reserve: {len(reserved)} of {len(samples) + len(reserved)} samples kept out", flush=True)
+    early_step = tiny.get("early_step")
+    if early_out and not early_step:
+        raise ValueError("--early-out needs model.tiny.early_step")
+    if early_step and not 1 <= int(early_step) <= int(tiny["sft_steps"]):
+        raise ValueError(f"model.tiny.early_step must be in [1, sft_steps], got {early_step}")
+
+    def snapshot(done: int, model, tokenizer) -> None:
+        # The same run's earlier weights: a policy that is weaker than the RL start, as the paper's
+        # filter policy is (its filters see ~20% mixed groups at the RL start, not the ~70% of self-filtering).
+        if early_out and done == int(early_step):
+            note = json.dumps({"sft_steps_done": done, "of": int(tiny["sft_steps"])})
+            save_hf_dir(model, tokenizer, Path(early_out), extra_files={"early_step.json": note})
+
+    model, tokenizer, report = warm_start(
+        samples, tiny, seed, log=lambda m: print(m, flush=True), on_step=snapshot
+    )
+    report["reserve"] = {
+        "fraction": reserve_fraction,
+        "seed": reserve_seed,
+        "excluded": len(reserved),
+        "excluded_ids_sha256": ids_digest(reserved),
+    }
+    extra = {"warmstart_report.json": json.dumps(report, indent=2, sort_keys=True)}
+    save_hf_dir(model, tokenizer, Path(out), extra_files=extra)
+    print(json.dumps(report, sort_keys=True))
+    return report
+
+
+def job(j) -> None:
+    """The warmstart_base_model job (toolcall_repro.job). config: {"model.tiny", "filter.reserve_fraction",
+    "engines.warmstart_threads"}; seeds: {"model", "reserve"}; outputs model (and early)."""
+    build_base_model(
+        train=j.paths("samples"),
+        out=j.out("model"),
+        tiny=j.config["model.tiny"],
+        seed=j.seed("model"),
+        reserve_fraction=float(j.config["filter.reserve_fraction"]),
+        reserve_seed=j.seed("reserve"),
+        threads=int(j.config["engines.warmstart_threads"]),
+        early_out=j.output.get("early"),
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build and warm-start the tiny base model.")
     parser.add_argument("--train", nargs="+", required=True, help="normalised sample parquet files")
@@ -222,35 +281,16 @@ def main(argv: list[str] | None = None) -> int:
         help="also save the model after model.tiny.early_step steps here (a weaker filter policy)",
     )
     args = parser.parse_args(argv)
-    set_threads(args.threads)
-    tiny = load_config_arg(args.config)
-    samples, reserved = partition(load_samples(args.train), args.reserve_fraction, args.reserve_seed)
-    print(f"reserve: {len(reserved)} of {len(samples) + len(reserved)} samples kept out", flush=True)
-    early_step = tiny.get("early_step")
-    if args.early_out and not early_step:
-        raise ValueError("--early-out needs model.tiny.early_step")
-    if early_step and not 1 <= int(early_step) <= int(tiny["sft_steps"]):
-        raise ValueError(f"model.tiny.early_step must be in [1, sft_steps], got {early_step}")
-
-    def snapshot(done: int, model, tokenizer) -> None:
-        # The same run's earlier weights: a policy that is weaker than the RL start, as the paper's
-        # filter policy is (its filters see ~20% mixed groups at the RL start, not the ~70% of self-filtering).
-        if args.early_out and done == int(early_step):
-            note = json.dumps({"sft_steps_done": done, "of": int(tiny["sft_steps"])})
-            save_hf_dir(model, tokenizer, Path(args.early_out), extra_files={"early_step.json": note})
-
-    model, tokenizer, report = warm_start(
-        samples, tiny, args.seed, log=lambda m: print(m, flush=True), on_step=snapshot
+    build_base_model(
+        train=args.train,
+        out=args.out,
+        tiny=load_config_arg(args.config),
+        seed=args.seed,
+        reserve_fraction=args.reserve_fraction,
+        reserve_seed=args.reserve_seed,
+        threads=args.threads,
+        early_out=args.early_out,
     )
-    report["reserve"] = {
-        "fraction": args.reserve_fraction,
-        "seed": args.reserve_seed,
-        "excluded": len(reserved),
-        "excluded_ids_sha256": ids_digest(reserved),
-    }
-    extra = {"warmstart_report.json": json.dumps(report, indent=2, sort_keys=True)}
-    save_hf_dir(model, tokenizer, Path(args.out), extra_files=extra)
-    print(json.dumps(report, sort_keys=True))
     return 0
 
 

@@ -80,16 +80,26 @@ def fetch_task_data(
     }
 
 
+def fetch(tasks: str, revisions: dict, out: str) -> dict:
+    """Fetch the comma list of `tasks` at `revisions` and write the record to `out`."""
+    record = fetch_task_data([t.strip() for t in tasks.split(",") if t.strip()], revisions)
+    atomic_write_json(out, record)
+    print(json.dumps({d: v["commit"] for d, v in record["datasets"].items()}))
+    return record
+
+
+def job(j) -> None:
+    """The download_lm_eval_data job (toolcall_repro.job): config {"tasks": "a,b", "revisions": {...}}."""
+    fetch(j.config["tasks"], j.config["revisions"], j.out("record"))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m toolcall_repro.eval.general.fetch", description=__doc__)
     p.add_argument("--tasks", required=True, help="comma list of lm-eval task or group names")
     p.add_argument("--revisions", required=True, help="JSON {hub dataset id: revision}")
     p.add_argument("--out", required=True, help="record JSON to write")
     a = p.parse_args(argv)
-    tasks = [t.strip() for t in a.tasks.split(",") if t.strip()]
-    record = fetch_task_data(tasks, json.loads(a.revisions))
-    atomic_write_json(a.out, record)
-    print(json.dumps({d: v["commit"] for d, v in record["datasets"].items()}))
+    fetch(a.tasks, json.loads(a.revisions), a.out)
     return 0
 
 

@@ -1,0 +1,115 @@
+"""The job entry: a spec in, the stage run, every output checked, the manifest written from the same spec."""
+
+import json
+
+import pytest
+
+from toolcall_repro import job, provenance
+from toolcall_repro.data.schema import read_samples
+
+
+def spec(tmp_path, **over):
+    raw, manifest = tmp_path / "raw" / "xlam.jsonl", tmp_path / "manifests" / "synthesize_source" / "xlam.json"
+    base = {
+        "rule": "synthesize_source",
+        "stage": "synthesize_source",
+        "input": {},
+        "output": {"raw": str(raw), "manifest": str(manifest)},
+        "files": {"input": [], "output": [str(raw), str(manifest)]},
+        "config": {"rows": 12, "malformed": 2},
+        "seeds": {"data": 5},
+        "options": {"source": "xlam"},
+        "gpus": 0,
+    }
+    base.update(over)
+    return base
+
+
+def test_a_job_runs_its_stage_and_records_what_the_spec_says(tmp_path):
+    s = spec(tmp_path)
+    assert job.main([json.dumps(s)]) == 0
+    raw = tmp_path / "raw" / "xlam.jsonl"
+    assert len(raw.read_text().splitlines()) == 14  # 12 rows + 2 malformed on purpose
+    m = json.loads((tmp_path / "manifests" / "synthesize_source" / "xlam.json").read_text())
+    assert m["rule"] == "synthesize_source" and m["config"] == {"rows": 12, "malformed": 2}
+    assert m["config_sha256"] == provenance.config_hash(s["config"]) and m["seeds"] == {"data": 5}
+    assert m["options"] == {"source": "xlam"}
+    # the manifest checksums the outputs, not itself
+    assert m["outputs"] == {str(raw): provenance.sha256_file(raw)}
+    assert m["cpu_s"] > 0 and m["device_s"] == m["cpu_s"] and m["wall_clock_s"] >= 0
+
+
+def test_the_same_spec_gives_the_same_bytes(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+        assert job.main([json.dumps(spec(d))]) == 0
+    assert (a / "raw" / "xlam.jsonl").read_bytes() == (b / "raw" / "xlam.jsonl").read_bytes()
+
+
+def test_a_stage_reads_named_inputs_and_lists(tmp_path):
+    assert job.main([json.dumps(spec(tmp_path))]) == 0
+    raw = str(tmp_path / "raw" / "xlam.jsonl")
+    out = {n: str(tmp_path / "norm" / f"xlam.{n}") for n in ("parquet", "rejects.jsonl", "report.json")}
+    manifest = str(tmp_path / "manifests" / "normalise_source" / "xlam.json")
+    outputs = {"samples": out["parquet"], "rejects": out["rejects.jsonl"], "report": out["report.json"]}
+    s = {
+        "rule": "normalise_source",
+        "stage": "normalise_source",
+        "input": {"raw": raw},
+        "output": {**outputs, "manifest": manifest},
+        "files": {"input": [raw], "output": [*outputs.values(), manifest]},
+        "config": {"source": "xlam"},
+    }
+    assert job.main([json.dumps(s)]) == 0
+    report = json.loads((tmp_path / "norm" / "xlam.report.json").read_text())
+    assert report["rows_rejected"] == 2 and len(read_samples(out["parquet"])) == report["samples"] > 0
+    m = json.loads((tmp_path / "manifests" / "normalise_source" / "xlam.json").read_text())
+    assert m["inputs"] == {raw: provenance.sha256_file(raw)}
+
+
+def test_a_failing_stage_writes_no_manifest(tmp_path):
+    s = spec(tmp_path, options={"source": "no-such-source"})
+    with pytest.raises(ValueError):
+        job.main([json.dumps(s)])
+    assert not (tmp_path / "manifests").exists()
+
+
+def test_a_declared_output_the_stage_did_not_write_fails_the_job(tmp_path):
+    never = str(tmp_path / "never.json")
+    s = spec(tmp_path)
+    s["files"]["output"].append(never)
+    assert job.main([json.dumps(s)]) == 3
+    assert not (tmp_path / "manifests" / "synthesize_source" / "xlam.json").exists()
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"stage": "synthesise"}, ["stage 'synthesise'", "synthesize_source"]),
+        ({"confg": {}}, ["unknown key(s) ['confg']", "config"]),
+        ({"rule": ""}, ["'rule' must be a non-empty string"]),
+    ],
+)
+def test_a_bad_spec_is_refused_with_the_key_and_what_is_allowed(tmp_path, capsys, change, words):
+    assert job.main([json.dumps(spec(tmp_path, **change))]) == 2
+    err = capsys.readouterr().err
+    assert all(w in err for w in words), err
+    assert not (tmp_path / "raw").exists()
+
+
+def test_accessors_name_the_rule_and_what_is_there():
+    j = job.Job(rule="r", stage="pool", input={"a": "x", "b": ["y", "z"]}, output={"o": "p"})
+    assert j.path("a") == "x" and j.paths("a") == ["x"] and j.paths("b") == ["y", "z"] and j.out("o") == "p"
+    with pytest.raises(job.JobError, match=r"r: input 'b' is a list of 2"):
+        j.path("b")
+    with pytest.raises(job.JobError, match=r"r: no input named 'c'; named: \['a', 'b'\]"):
+        j.path("c")
+    with pytest.raises(job.JobError, match=r"r: seed 'filter' is not set"):
+        j.seed("filter")
+    assert j.option("threads", 1) == 1
+
+
+@pytest.mark.parametrize("stage", sorted(job.STAGES))
+def test_every_stage_names_a_function_that_exists(stage):
+    assert callable(job.stage_function(stage))
