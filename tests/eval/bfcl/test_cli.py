@@ -159,7 +159,9 @@ def test_rescoring_is_deterministic_and_checks_the_protocol(two_seeds, monkeypat
         )
 
 
-def test_score_bfcl_job_scores_as_the_cli_and_records_its_spec(two_seeds, tiny_model_dir, run_stage, monkeypatch):
+def test_score_bfcl_job_scores_as_the_cli_and_records_its_spec(
+    two_seeds, tiny_model_dir, run_stage, monkeypatch
+):
     """The score_bfcl job (typed limit from config, protocol as a dict) gives the CLI's entries; the
     summarise job gives the CLI's summary; each manifest records the spec's config, seeds and options."""
     monkeypatch.setenv("BFCL_PROJECT_ROOT", os.environ.get("BFCL_PROJECT_ROOT", ""))
@@ -193,7 +195,9 @@ def test_score_bfcl_job_scores_as_the_cli_and_records_its_spec(two_seeds, tiny_m
         config={"seeds": [0, 1]}, seeds={"eval": [0, 1]},
     )  # fmt: skip
     assert main(["summarise", "--inputs", *inputs, "--out", str(root / "cli_summary.json")]) == 0
-    assert json.loads((root / "summary.json").read_text()) == json.loads((root / "cli_summary.json").read_text())
+    assert json.loads((root / "summary.json").read_text()) == json.loads(
+        (root / "cli_summary.json").read_text()
+    )
     assert manifest["seeds"] == {"eval": [0, 1]} and set(manifest["inputs"]) == set(inputs)
 
 
