@@ -276,7 +276,7 @@ rule check_general_capability:
         ),
     shell:
         # Offline: the task data was fetched on the submit host (download_lm_eval_data) or is local.
-        "HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 " + JOB
+        f"HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 {JOB}"
 
 
 # --- each study is one named target ---------------------------------------------------------------------
