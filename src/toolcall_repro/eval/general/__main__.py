@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 
 
 def _shots(value: str) -> int | None:
@@ -80,7 +81,7 @@ def evaluate(
     num_fewshot: int | None,
     seed: int,
     limit: int | None = 0,
-    data_files: list[str] = (),
+    data_files: Sequence[str] = (),
     num_choices: int = 4,
     backend: str = "hf",
     device: str | None = None,
