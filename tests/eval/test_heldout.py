@@ -78,3 +78,43 @@ def test_cli_scores_a_tiny_model_with_a_card(tmp_path, tiny_model_dir):
     assert doc["card"]["protocol_id"] == "stronger" and doc["card"]["template"] == "context"
     assert len(doc["card"]["prompts"]["ids"]["multi_turn"]) == 3
     assert set(doc["summary"]) == {"single_turn", "multi_turn", "avg", "mean_input_tokens"}
+
+
+def test_job_writes_what_the_cli_writes_and_records_its_spec(tmp_path, tiny_model_dir, run_stage):
+    """score_heldout through the job entry: config (reserve, per_setting, protocol, seeds) read typed from
+    the spec, the three declared outputs the CLI's own files, the manifest the spec's config and seeds."""
+    pool = [sample(i, s) for i in range(40) for s in ("single_turn", "multi_turn")]
+    write_samples(pool, tmp_path / "pool.parquet")
+    write_samples(pool[:10], tmp_path / "train.parquet")
+    protocol = {"id": "default", "system_prompt": "bfcl_default", "template": "native", "thinking": "drop",
+                "temperature": 0.7, "top_p": 1.0, "max_tokens": 8, "seed": 0, "backend": "transformers"}  # fmt: skip
+    argv = ["--samples", str(tmp_path / "pool.parquet"), "--exclude", str(tmp_path / "train.parquet"),
+            "--reserve-fraction", "0.5", "--reserve-seed", "3", "--per-setting", "2", "--model", str(tiny_model_dir),
+            "--protocol", json.dumps(protocol), "--seeds", "0,1", "--variance-seeds", "0,1,2",
+            "--backend", "transformers", "--out-dir", str(tmp_path / "cli")]  # fmt: skip
+    assert main(argv) == 0
+    config = {
+        "heldout": {"per_setting": 2},
+        "reserve": {"fraction": 0.5, "seed": 3},
+        "protocol": protocol,
+        "seeds": {"eval": [0, 1], "variance": [0, 1, 2]},
+        "model": {"tag": "base", "source": "base"},
+    }
+    out = tmp_path / "job"
+    output = {name: str(out / f"{name}.json") for name in ("seeds", "summary", "variance")}
+    manifest = run_stage(
+        "heldout",
+        input={"model": str(tiny_model_dir), "samples": [str(tmp_path / "pool.parquet")],
+               "exclude": [str(tmp_path / "train.parquet")]},
+        output={**output, "manifest": str(tmp_path / "manifests" / "score_heldout" / "base-default.json")},
+        config=config, seeds={"eval": config["seeds"]}, threads=1,
+    )  # fmt: skip
+    for name in output:
+        assert json.loads((out / f"{name}.json").read_text()) == json.loads(
+            (tmp_path / "cli" / f"{name}.json").read_text()
+        )
+    assert json.loads((out / "variance.json").read_text())["seeds"] == [0, 1, 2]
+    assert manifest["rule"] == "score_heldout" and manifest["config"] == config
+    assert manifest["seeds"] == {"eval": {"eval": [0, 1], "variance": [0, 1, 2]}}
+    assert {str(tmp_path / "pool.parquet"), str(tmp_path / "train.parquet")} <= set(manifest["inputs"])
+    assert any(p.startswith(str(tiny_model_dir)) for p in manifest["inputs"])  # the model's files

@@ -332,15 +332,6 @@ def protocol_spec(protocol, seed):
     }
 
 
-def bfcl_limit_arg():
-    """evaluate.bfcl.limit as the CLI takes it: N, or N,category=M for per-category caps (0 = all)."""
-    limit = config["evaluate"]["bfcl"]["limit"]
-    if isinstance(limit, dict):
-        caps = [f"{k}={v or 0}" for k, v in sorted(limit.items()) if k != "default"]
-        return ",".join([str(limit.get("default") or 0), *caps])
-    return str(limit or 0)
-
-
 def study_jobs(study):
     spec = config["evaluate"]["studies"][study]
     seeds = spec.get("seeds", config["evaluate"]["seeds"])
@@ -439,19 +430,6 @@ ACEBENCH_DIRS = {
     "local": ACEBENCH.get("data_dir"),
 }
 ACEBENCH_DIR = ACEBENCH_DIRS[ACEBENCH_SOURCE]
-
-
-def acebench_simulator_args():
-    """CLI flags of the openai user simulator; an unset (null) key is left out, never passed as 'None'."""
-    if ACEBENCH.get("simulator") != "openai":
-        return ""
-    flags = {
-        "--simulator-endpoint": ACEBENCH.get("simulator_endpoint"),
-        "--simulator-model": ACEBENCH.get("simulator_model"),
-    }
-    return " ".join(
-        f"{k} {shlex.quote(str(v))}" for k, v in flags.items() if v is not None
-    )
 
 
 def acebench_summaries():

@@ -34,29 +34,20 @@ rule score_bfcl:
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
-        cfg=lambda w: as_json(
-            {
+        job=job(
+            "bfcl",
+            config=lambda w: {
                 "bfcl": subtree("evaluate", "bfcl"),
                 "protocol": protocol_spec(w.protocol, w.seed),
                 "model": model_spec(w.model),
-            }
+            },
+            seeds=lambda w: {"eval": int(w.seed)},
+            threads=THREADS,
         ),
-        seeds=lambda w: as_json({"eval": int(w.seed)}),
-        protocol=lambda w: as_json(protocol_spec(w.protocol, w.seed)),
-        categories=",".join(subtree("evaluate", "bfcl", "categories")),
-        limit=bfcl_limit_arg(),
-        backend=config["engines"]["generation"],
-        work=lambda w, output: os.path.splitext(output.score)[0] + ".work",
     shell:
         # One process per (model, protocol, seed): bfcl-eval caches backend instances per process.
         # At paper scale it starts `vllm serve` from the vLLM env ($VLLM_BIN or beside $VERL_PYTHON).
-        "python -m toolcall_repro.provenance run --rule score_bfcl --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.eval.bfcl run --model-dir {input.model}"
-        " --model-tag {wildcards.model} --protocol {params.protocol:q} --seed {wildcards.seed}"
-        " --categories {params.categories} --limit {params.limit} --backend {params.backend}"
-        " --work-dir {params.work} --out {output.score} --threads {threads} > {log} 2>&1"
+        JOB
 
 
 rule score_heldout:
@@ -79,33 +70,20 @@ rule score_heldout:
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
-        cfg=lambda w: as_json(
-            {
+        job=job(
+            "heldout",
+            config=lambda w: {
                 "heldout": HELDOUT,
                 "reserve": {"fraction": RESERVE_FRACTION, "seed": RESERVE_SEED},
                 "protocol": protocol_spec(w.protocol, 0),
                 "seeds": heldout_seeds(w),
                 "model": model_spec(w.model),
-            }
+            },
+            seeds=lambda w: {"eval": heldout_seeds(w)},
+            threads=THREADS,
         ),
-        seeds=lambda w: as_json({"eval": heldout_seeds(w)}),
-        protocol=lambda w: as_json(protocol_spec(w.protocol, 0)),
-        eval_seeds=",".join(map(str, config["evaluate"]["seeds"])),
-        variance_seeds=lambda w: ",".join(map(str, heldout_seeds(w)["variance"])),
-        per_setting=(HELDOUT or {}).get("per_setting", 0),
-        fraction=RESERVE_FRACTION,
-        reserve_seed=RESERVE_SEED,
-        backend=config["engines"]["generation"],
-        out_dir=lambda w, output: os.path.dirname(output.summary),
     shell:
-        "python -m toolcall_repro.provenance run --rule score_heldout --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.eval.heldout --samples {input.samples} --exclude {input.exclude}"
-        " --reserve-fraction {params.fraction} --reserve-seed {params.reserve_seed}"
-        " --per-setting {params.per_setting} --model {input.model} --protocol {params.protocol:q}"
-        " --seeds {params.eval_seeds} --variance-seeds {params.variance_seeds}"
-        " --backend {params.backend} --out-dir {params.out_dir} --threads {threads} > {log} 2>&1"
+        JOB
 
 
 rule summarise_bfcl:
@@ -124,14 +102,13 @@ rule summarise_bfcl:
     resources:
         gpu=0,
     params:
-        cfg=as_json({"seeds": subtree("evaluate", "seeds")}),
-        seeds=as_json({"eval": subtree("evaluate", "seeds")}),
+        job=job(
+            "bfcl_summary",
+            config={"seeds": subtree("evaluate", "seeds")},
+            seeds={"eval": subtree("evaluate", "seeds")},
+        ),
     shell:
-        "python -m toolcall_repro.provenance run --rule summarise_bfcl --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.eval.bfcl summarise --inputs {input.seeds}"
-        " --out {output.summary} > {log} 2>&1"
+        JOB
 
 
 rule summarise_bfcl_variance:
@@ -150,14 +127,13 @@ rule summarise_bfcl_variance:
     resources:
         gpu=0,
     params:
-        cfg=as_json({"seeds": variance_seeds()}),
-        seeds=as_json({"eval": variance_seeds()}),
+        job=job(
+            "bfcl_summary",
+            config={"seeds": variance_seeds()},
+            seeds={"eval": variance_seeds()},
+        ),
     shell:
-        "python -m toolcall_repro.provenance run --rule summarise_bfcl_variance --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.eval.bfcl summarise --inputs {input.seeds}"
-        " --out {output.summary} > {log} 2>&1"
+        JOB
 
 
 localrules:
@@ -180,18 +156,16 @@ rule download_acebench:
     resources:
         gpu=0,
     params:
-        cfg=lambda w: as_json(
-            {"repo": ACEBENCH.get("repo"), "commit": ACEBENCH.get("commit")}
+        job=job(
+            "acebench_download",
+            config=lambda w: {
+                "repo": ACEBENCH.get("repo"),
+                "commit": ACEBENCH.get("commit"),
+            },
+            seeds={},
         ),
-        seeds=as_json({}),
-        repo=lambda w: ACEBENCH.get("repo"),
-        commit=lambda w: ACEBENCH.get("commit"),
     shell:
-        "python -m toolcall_repro.provenance run --rule download_acebench --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.eval.acebench download --repo {params.repo:q}"
-        " --commit {params.commit} --out {output.data:q} > {log} 2>&1"
+        JOB
 
 
 rule synthesize_acebench:
@@ -208,16 +182,13 @@ rule synthesize_acebench:
     resources:
         gpu=0,
     params:
-        cfg=lambda w: as_json({"synthetic": ACEBENCH.get("synthetic")}),
-        seeds=lambda w: as_json({"data": ACEBENCH["synthetic"]["seed"]}),
-        rows=lambda w: ACEBENCH["synthetic"]["rows"],
-        seed=lambda w: ACEBENCH["synthetic"]["seed"],
+        job=job(
+            "acebench_synthesize",
+            config=lambda w: {"synthetic": ACEBENCH.get("synthetic")},
+            seeds=lambda w: {"data": ACEBENCH["synthetic"]["seed"]},
+        ),
     shell:
-        "python -m toolcall_repro.provenance run --rule synthesize_acebench --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.eval.acebench synthesize --rows {params.rows} --seed {params.seed}"
-        " --out {output.data:q} > {log} 2>&1"
+        JOB
 
 
 rule score_acebench:
@@ -237,33 +208,18 @@ rule score_acebench:
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
-        cfg=lambda w: as_json(
-            {
+        job=job(
+            "acebench",
+            config=lambda w: {
                 "acebench": subtree("evaluate", "acebench"),
                 "protocol": protocol_spec(w.protocol, w.seed),
                 "model": model_spec(w.model),
-            }
+            },
+            seeds=lambda w: {"eval": int(w.seed)},
+            threads=THREADS,
         ),
-        seeds=lambda w: as_json({"eval": int(w.seed)}),
-        protocol=lambda w: as_json(protocol_spec(w.protocol, w.seed)),
-        categories=(
-            "all"
-            if subtree("evaluate", "acebench", "categories") == "all"
-            else ",".join(subtree("evaluate", "acebench", "categories"))
-        ),
-        limit=subtree("evaluate", "acebench", "limit") or 0,
-        simulator=subtree("evaluate", "acebench", "simulator"),
-        simulator_args=acebench_simulator_args(),
-        backend=config["engines"]["generation"],
     shell:
-        "python -m toolcall_repro.provenance run --rule score_acebench --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.eval.acebench --data-dir {input.data}"
-        " --model {input.model} --protocol {params.protocol:q} --seed {wildcards.seed}"
-        " --categories {params.categories} --limit {params.limit} --simulator {params.simulator}"
-        " {params.simulator_args}"
-        " --backend {params.backend} --out {output.score} --threads {threads} > {log} 2>&1"
+        JOB
 
 
 rule summarise_acebench:
@@ -282,14 +238,13 @@ rule summarise_acebench:
     resources:
         gpu=0,
     params:
-        cfg=as_json({"seeds": subtree("evaluate", "seeds")}),
-        seeds=as_json({"eval": subtree("evaluate", "seeds")}),
+        job=job(
+            "acebench_summary",
+            config={"seeds": subtree("evaluate", "seeds")},
+            seeds={"eval": subtree("evaluate", "seeds")},
+        ),
     shell:
-        "python -m toolcall_repro.provenance run --rule summarise_acebench --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.eval.acebench summarise --inputs {input.seeds}"
-        " --out {output.summary} > {log} 2>&1"
+        JOB
 
 
 rule check_general_capability:
@@ -310,26 +265,18 @@ rule check_general_capability:
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
-        cfg=lambda w: as_json(
-            {"general": subtree("evaluate", "general"), "model": model_spec(w.model)}
+        job=job(
+            "general",
+            config=lambda w: {
+                "general": subtree("evaluate", "general"),
+                "model": model_spec(w.model),
+            },
+            seeds={"eval": subtree("evaluate", "seeds")[0]},
+            backend=config["engines"]["generation"],
         ),
-        seeds=as_json({"eval": subtree("evaluate", "seeds")[0]}),
-        seed=subtree("evaluate", "seeds")[0],
-        tasks=subtree("evaluate", "general", "tasks"),
-        fewshot=subtree("evaluate", "general", "num_fewshot"),
-        limit=subtree("evaluate", "general", "limit") or 0,
-        out_dir=lambda w, output: os.path.dirname(output.summary),
-        backend=config["engines"]["generation"],
     shell:
         # Offline: the task data was fetched on the submit host (download_lm_eval_data) or is local.
-        "HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1"
-        " python -m toolcall_repro.provenance run --rule check_general_capability --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.eval.general --model-dir {input.model}"
-        " --tasks {params.tasks} --local-source {input.samples} --num-fewshot {params.fewshot}"
-        " --seed {params.seed} --limit {params.limit} --backend {params.backend}"
-        " --out {params.out_dir} > {log} 2>&1"
+        f"HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 {JOB}"
 
 
 # --- each study is one named target ---------------------------------------------------------------------

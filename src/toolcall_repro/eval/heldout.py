@@ -97,38 +97,54 @@ def score_outputs(prompts: dict[str, list[Sample]], outputs: dict[str, list], fm
     return {"categories": categories, "summary": summary}
 
 
-def run(args: argparse.Namespace) -> list[dict]:
-    """One score document per seed (prompts chosen and rendered once, sampled once per seed)."""
+def run(
+    *,
+    samples: Sequence[str],
+    exclude: Sequence[str],
+    reserve_fraction: float,
+    reserve_seed: int,
+    per_setting: int,
+    model: str,
+    protocol: str | dict,
+    seeds: Sequence[int],
+    backend: str | None = None,
+    threads: int = 1,
+) -> list[dict]:
+    """One score document per seed (prompts chosen and rendered once, sampled once per seed).
+
+    samples, exclude: normalised sample parquets; protocol: the workflow's spec (a dict, or inline JSON /
+    a file as `--protocol` takes it; an `id` key is kept).
+    """
     import torch
 
-    torch.set_num_threads(max(1, args.threads))
+    torch.set_num_threads(max(1, threads))
     from toolcall_repro.backends import load_backend
     from toolcall_repro.eval.acebench.runner import model_sha256, protocol_from_spec
 
-    spec = load_config_arg(args.protocol)
-    protocol, protocol_id = protocol_from_spec(spec, args.seeds[0])
-    samples = [s for p in args.samples for s in read_samples(p)]
-    exclude = [s for p in args.exclude for s in read_samples(p)]
-    prompts = select_prompts(samples, exclude, args.reserve_fraction, args.reserve_seed, args.per_setting)
-    backend = load_backend(args.backend or protocol.backend, args.model, threads=args.threads)
+    spec = dict(protocol) if isinstance(protocol, dict) else load_config_arg(protocol)
+    protocol, protocol_id = protocol_from_spec(spec, seeds[0])
+    pool = [s for p in samples for s in read_samples(p)]
+    excluded = [s for p in exclude for s in read_samples(p)]
+    prompts = select_prompts(pool, excluded, reserve_fraction, reserve_seed, per_setting)
+    backend = load_backend(backend or protocol.backend, model, threads=threads)
     tokenizer = getattr(backend, "tokenizer", None)
     if tokenizer is None:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(args.model)
+        tokenizer = AutoTokenizer.from_pretrained(model)
     texts = {
         k: [render(s.messages_list, s.tools_list, protocol, tokenizer) for s in v] for k, v in prompts.items()
     }
     prompt_record = {
-        "reserve_fraction": args.reserve_fraction,
-        "reserve_seed": args.reserve_seed,
-        "per_setting": args.per_setting,
+        "reserve_fraction": reserve_fraction,
+        "reserve_seed": reserve_seed,
+        "per_setting": per_setting,
         "ids": {k: [s.id for s in v] for k, v in prompts.items()},
-        "excluded_training_conversations": len({conversation_key(s) for s in exclude}),
+        "excluded_training_conversations": len({conversation_key(s) for s in excluded}),
     }
-    model = {"path": str(args.model), "sha256": model_sha256(args.model)}
+    model_record = {"path": str(model), "sha256": model_sha256(model)}
     docs = []
-    for seed in args.seeds:
+    for seed in seeds:
         protocol, _ = protocol_from_spec(spec, seed)
         outputs = {}
         for setting, chosen in texts.items():
@@ -138,11 +154,61 @@ def run(args: argparse.Namespace) -> list[dict]:
             )  # fmt: skip
             outputs[setting] = [g[0] for g in groups]
         card = protocol_card(
-            protocol, tokenizer, benchmark=BENCHMARK, protocol_id=protocol_id, model=model,
+            protocol, tokenizer, benchmark=BENCHMARK, protocol_id=protocol_id, model=model_record,
             prompts=prompt_record, aggregation=FORMULA,
         )  # fmt: skip
         docs.append({"card": card, **score_outputs(prompts, outputs, protocol.output_format)})
     return docs
+
+
+def evaluate(
+    *,
+    seeds: Sequence[int],
+    variance_seeds: Sequence[int] | None,
+    seeds_out: str | Path,
+    summary_out: str | Path,
+    variance_out: str | Path,
+    **run_args,
+) -> None:
+    """Sample every seed once (evaluation and variance seeds), then write seeds.json (one document per
+    seed), summary.json (the evaluation seeds) and variance.json (the variance seeds, default: the same)."""
+    evaluation, variance = list(seeds), list(variance_seeds or seeds)
+    docs = run(seeds=list(dict.fromkeys([*evaluation, *variance])), **run_args)  # each seed sampled once
+    by_seed = {d["card"]["seed"]: d for d in docs}
+    atomic_write_json(seeds_out, docs)
+    atomic_write_json(summary_out, summarise_seeds([by_seed[s] for s in evaluation]))
+    atomic_write_json(variance_out, summarise_seeds([by_seed[s] for s in variance]))
+    print(json.dumps({d["card"]["seed"]: d["summary"] for d in docs}))
+
+
+def job(j) -> int | None:
+    """The score_heldout job (toolcall_repro.job): one (model, protocol), every seed.
+
+    config: {heldout: evaluate.heldout, reserve: {fraction, seed}, protocol: its spec (backend included),
+    seeds: {eval, variance}, model: {tag, ...}}.
+    """
+    cfg = j.config
+    try:
+        evaluate(
+            samples=j.paths("samples"),
+            exclude=j.paths("exclude"),
+            reserve_fraction=float(cfg["reserve"]["fraction"]),
+            reserve_seed=int(cfg["reserve"]["seed"]),
+            per_setting=int((cfg["heldout"] or {}).get("per_setting", 0)),
+            model=j.path("model"),
+            protocol=cfg["protocol"],
+            seeds=cfg["seeds"]["eval"],
+            variance_seeds=cfg["seeds"]["variance"],
+            backend=cfg["protocol"]["backend"],
+            threads=int(j.option("threads")),
+            seeds_out=j.out("seeds"),
+            summary_out=j.out("summary"),
+            variance_out=j.out("variance"),
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return None
 
 
 def _seeds(text: str) -> list[int]:
@@ -169,19 +235,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out-dir", required=True, help="writes seeds.json, summary.json and variance.json here")
     args = p.parse_args(argv)
-    evaluation, variance = args.seeds, args.variance_seeds or args.seeds
-    args.seeds = list(dict.fromkeys([*evaluation, *variance]))  # each seed sampled once
+    out = Path(args.out_dir)
     try:
-        docs = run(args)
+        evaluate(
+            samples=args.samples,
+            exclude=args.exclude,
+            reserve_fraction=args.reserve_fraction,
+            reserve_seed=args.reserve_seed,
+            per_setting=args.per_setting,
+            model=args.model,
+            protocol=args.protocol,
+            seeds=args.seeds,
+            variance_seeds=args.variance_seeds,
+            backend=args.backend,
+            threads=args.threads,
+            seeds_out=out / "seeds.json",
+            summary_out=out / "summary.json",
+            variance_out=out / "variance.json",
+        )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    by_seed = {d["card"]["seed"]: d for d in docs}
-    out = Path(args.out_dir)
-    atomic_write_json(out / "seeds.json", docs)
-    atomic_write_json(out / "summary.json", summarise_seeds([by_seed[s] for s in evaluation]))
-    atomic_write_json(out / "variance.json", summarise_seeds([by_seed[s] for s in variance]))
-    print(json.dumps({d["card"]["seed"]: d["summary"] for d in docs}))
     return 0
 
 

@@ -91,6 +91,41 @@ def test_cli_runs_a_tiny_model_and_summarises_seeds(data_dir, tiny_model_dir, tm
     assert summary["metrics"]["fixed/overall"]["mean"] == pytest.approx(doc["summary_fixed"]["overall"])
 
 
+def test_score_and_summarise_jobs_write_what_the_cli_writes(
+    data_dir, tiny_model_dir, tmp_path, protocol_json, run_stage
+):
+    """score_acebench through the job entry (categories, limit, simulator read typed from the spec's
+    evaluate.acebench; protocol a dict) scores as the CLI; summarise_acebench summarises as the CLI."""
+    protocol = json.loads(protocol_json())
+    categories = ["normal_atom_bool", "special_irrelevant"]
+    cli = tmp_path / "cli" / "seed1.json"
+    argv = ["--data-dir", str(data_dir), "--model", str(tiny_model_dir), "--protocol", json.dumps(protocol),
+            "--seed", "1", "--categories", ",".join(categories), "--limit", "1", "--simulator", "scripted",
+            "--backend", "transformers", "--threads", "1", "--out", str(cli)]  # fmt: skip
+    assert main(argv) == 0
+    config = {
+        "acebench": {"source": "local", "categories": categories, "limit": 1, "simulator": "scripted"},
+        "protocol": protocol,
+        "model": {"tag": "base", "source": "base"},
+    }
+    out = tmp_path / "job" / "seed1.json"
+    manifest = run_stage(
+        "acebench", input={"model": str(tiny_model_dir), "data": str(data_dir)},
+        output={"score": str(out), "manifest": str(tmp_path / "manifests" / "score_acebench" / "base-stronger-1.json")},
+        config=config, seeds={"eval": 1}, threads=1,
+    )  # fmt: skip
+    assert json.loads(out.read_text()) == json.loads(cli.read_text())
+    assert manifest["config"] == config and manifest["seeds"] == {"eval": 1}
+    summary = tmp_path / "job" / "summary.json"
+    run_stage(
+        "acebench_summary", input={"seeds": [str(out)]},
+        output={"summary": str(summary), "manifest": str(tmp_path / "manifests" / "summarise_acebench" / "s.json")},
+        config={"seeds": [1]}, seeds={"eval": [1]},
+    )  # fmt: skip
+    assert main(["summarise", "--inputs", str(cli), "--out", str(tmp_path / "cli" / "summary.json")]) == 0
+    assert json.loads(summary.read_text()) == json.loads((tmp_path / "cli" / "summary.json").read_text())
+
+
 def test_both_checkers_score_every_run_and_differ_on_ground_truth_as_upstream_does(data_dir, oracle):
     # upstream's checker fails 2 of the first 6 ground truths of single_turn_parallel_function; the fixed one none
     category = "normal_single_turn_parallel_function"

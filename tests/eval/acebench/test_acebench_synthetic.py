@@ -34,6 +34,39 @@ def test_every_category_is_written_in_acebench_layout(twins):
     assert turns[1]["question"].startswith(turns[0]["question"])  # the second turn carries the first
 
 
+def test_synthesize_and_download_jobs_write_the_clis_folders(twins, tmp_path, run_stage):
+    """synthesize_acebench and download_acebench through the job entry: rows and seed (repo and commit)
+    from the spec, the same folder as the CLI's, the manifest recording the spec."""
+    out = tmp_path / "synthetic"
+    manifest = run_stage(
+        "acebench_synthesize", input={},
+        output={"data": str(out), "manifest": str(tmp_path / "manifests" / "synthesize_acebench" / "all.json")},
+        config={"synthetic": {"rows": 4, "seed": 7}}, seeds={"data": 7},
+    )  # fmt: skip
+    files = sorted(p.relative_to(twins) for p in twins.rglob("*") if p.is_file())
+    assert files and files == sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    for name in files:
+        assert (out / name).read_bytes() == (twins / name).read_bytes()
+    assert manifest["config"] == {"synthetic": {"rows": 4, "seed": 7}} and manifest["seeds"] == {"data": 7}
+    assert not (tmp_path / "synthetic.partial").exists()
+
+    import tarfile
+
+    commit = "e6db74b735ead22c24f27367606a9408573b848f"
+    (tmp_path / "repo" / "archive").mkdir(parents=True)
+    with tarfile.open(tmp_path / "repo" / "archive" / f"{commit}.tar.gz", "w:gz") as tar:
+        tar.add(twins, arcname=f"ACEBench-{commit}/data_all/data_en")
+    config = {"repo": (tmp_path / "repo").as_uri(), "commit": commit}
+    data = tmp_path / "download" / "data_en"
+    manifest = run_stage(
+        "acebench_download", input={},
+        output={"data": str(data), "manifest": str(tmp_path / "manifests" / "download_acebench" / "all.json")},
+        config=config, seeds={},
+    )  # fmt: skip
+    assert (data / "COMMIT").read_text().split()[0] == commit and manifest["config"] == config
+    assert load_category(data, "special_incomplete") == load_category(twins, "special_incomplete")
+
+
 @pytest.mark.parametrize("category", [c for c in CATEGORIES if not c.startswith("agent")])
 def test_ground_truth_scores_100_percent_under_both_checkers(twins, category):
     entries = load_category(twins, category)

@@ -159,6 +159,48 @@ def test_rescoring_is_deterministic_and_checks_the_protocol(two_seeds, monkeypat
         )
 
 
+def test_score_bfcl_job_scores_as_the_cli_and_records_its_spec(
+    two_seeds, tiny_model_dir, run_stage, monkeypatch
+):
+    """The score_bfcl job (typed limit from config, protocol as a dict) gives the CLI's entries; the
+    summarise job gives the CLI's summary; each manifest records the spec's config, seeds and options."""
+    monkeypatch.setenv("BFCL_PROJECT_ROOT", os.environ.get("BFCL_PROJECT_ROOT", ""))
+    root = two_seeds / "job"
+    config = {
+        "bfcl": {"categories": ["simple_python"], "limit": {"default": 2, "multi_turn_base": 1}},
+        "protocol": {**PROTOCOL, "seed": 0},
+        "model": {"tag": "base", "source": "base"},
+    }
+    score = str(root / "eval" / "seed0.json")
+    manifest = run_stage(
+        "bfcl", input={"model": str(tiny_model_dir)},
+        output={"score": score, "manifest": str(root / "manifests" / "score_bfcl" / "base-default-0.json")},
+        config=config, seeds={"eval": 0}, threads=1,
+    )  # fmt: skip
+    doc = json.loads((root / "eval" / "seed0.json").read_text())
+    cli = json.loads((two_seeds / "seed0.json").read_text())
+    assert doc["categories"]["simple_python"] == cli["categories"]["simple_python"]  # per-query seeds
+    assert doc["card"]["benchmark"]["limit"] == {"default": 2, "multi_turn_base": 1}
+    assert doc["card"]["seed"] == 0 and doc["card"]["protocol_id"] == "default"
+    assert (root / "eval" / "seed0.work" / "results" / "toolcallrepro-base").is_dir()
+    assert manifest["rule"] == "score_bfcl" and manifest["config"] == config
+    assert manifest["seeds"] == {"eval": 0} and manifest["options"] == {"threads": 1}
+    assert set(manifest["outputs"]) == {score}
+
+    inputs = [str(two_seeds / f"seed{s}.json") for s in (0, 1)]
+    summary = str(root / "summary.json")
+    manifest = run_stage(
+        "bfcl_summary", input={"seeds": inputs},
+        output={"summary": summary, "manifest": str(root / "manifests" / "summarise_bfcl" / "base-default.json")},
+        config={"seeds": [0, 1]}, seeds={"eval": [0, 1]},
+    )  # fmt: skip
+    assert main(["summarise", "--inputs", *inputs, "--out", str(root / "cli_summary.json")]) == 0
+    assert json.loads((root / "summary.json").read_text()) == json.loads(
+        (root / "cli_summary.json").read_text()
+    )
+    assert manifest["seeds"] == {"eval": [0, 1]} and set(manifest["inputs"]) == set(inputs)
+
+
 def test_protocol_argument_checks():
     pid, protocol = parse_protocol(json.dumps(PROTOCOL), 3, None)
     assert pid == "default" and protocol.seed == 3 and protocol.output_format == "python"

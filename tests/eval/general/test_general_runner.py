@@ -89,6 +89,33 @@ def test_local_task_base_vs_rl_end_to_end(tiny_model_dir, rl_model, samples_parq
     assert row["delta"] == pytest.approx((rl_acc - acc["acc"]["value"]) * 100)
 
 
+def test_check_general_capability_job_runs_the_harness_from_the_spec(
+    tiny_model_dir, samples_parquet, tmp_path, run_stage
+):
+    """The job reads tasks, shots, limit from evaluate.general, the harness seed from seeds.eval and the
+    backend as an option (engines.generation: transformers = hf), as the rule's CLI call passed them."""
+    config = {
+        "general": {"tasks": "local", "num_fewshot": 1, "limit": 4, "models": ["base"]},
+        "model": {"tag": "base", "source": "base"},
+    }
+    out = tmp_path / "eval" / "general" / "base"
+    manifest = run_stage(
+        "general", input={"model": str(tiny_model_dir), "samples": samples_parquet, "lm_eval_data": []},
+        output={"summary": str(out / "summary.json"),
+                "manifest": str(tmp_path / "manifests" / "check_general_capability" / "base.json")},
+        config=config, seeds={"eval": 7}, backend="transformers",
+    )  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    card = summary["card"]
+    assert card["seeds"] == {"random": 7, "numpy": 7, "torch": 7, "fewshot": 7} and card["num_fewshot"] == 1
+    assert card["limit"] == 4 and card["backend"] == "hf" and card["batch_size"] == 8
+    assert card["model_dir"] == str(tiny_model_dir) and card["model_tag"] is None  # as the CLI call left it
+    assert {r["n_samples"] for r in summary["results"]} == {4}
+    assert (out / "results.json").is_file()
+    assert manifest["config"] == config and manifest["seeds"] == {"eval": 7}
+    assert manifest["options"] == {"backend": "transformers"}
+
+
 def test_local_task_without_data_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="needs --data"):
         run_general_eval(str(tmp_path / "model"), ["local"], tmp_path / "o", num_fewshot=0, seed=0)

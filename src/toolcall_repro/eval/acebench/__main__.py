@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import shutil
 import sys
@@ -62,58 +63,81 @@ def _run_parser() -> argparse.ArgumentParser:
     return p
 
 
-def run(argv: list[str]) -> int:
-    args = _run_parser().parse_args(argv)
-    data_dir = Path(args.data_dir)
+def score(
+    *,
+    data_dir: str | Path,
+    model: str,
+    protocol: str | dict,
+    seed: int,
+    out: str,
+    categories: str | list[str] = "all",
+    limit: int | None = None,
+    simulator: str = "scripted",
+    simulator_endpoint: str | None = None,
+    simulator_model: str | None = None,
+    simulator_key_env: str = "OPENAI_API_KEY",
+    simulator_replies: int = 3,
+    backend: str | None = None,
+    threads: int = 1,
+    max_agent_messages: int = MAX_MESSAGES,
+    max_prompt_tokens: int | None = None,
+    generations: str | None = None,
+) -> int:
+    """Score one model under one protocol and seed into the score file `out` (the CLI's defaults).
+
+    protocol: the workflow's spec (a dict, or inline JSON / a file as `--protocol` takes it; `id` kept).
+    """
+    data_dir = Path(data_dir)
     if not data_dir.is_dir():
         print(f"error: no ACEBench data folder at {data_dir}", file=sys.stderr)
         return 2
     import torch
 
-    torch.set_num_threads(max(1, args.threads))
+    torch.set_num_threads(max(1, threads))
     from toolcall_repro.backends import load_backend
     from toolcall_repro.eval.acebench import runner
 
-    protocol, protocol_id = runner.protocol_from_spec(load_config_arg(args.protocol), args.seed)
-    if args.backend:
-        protocol = dataclasses.replace(protocol, backend=args.backend)
-    categories = resolve_categories(args.categories)
-    limit = args.limit or None
-    simulator = None
+    spec = dict(protocol) if isinstance(protocol, dict) else load_config_arg(protocol)
+    protocol, protocol_id = runner.protocol_from_spec(spec, seed)
+    if backend:
+        protocol = dataclasses.replace(protocol, backend=backend)
+    categories = resolve_categories(categories)
+    limit = limit or None
+    user = None
     if "agent_multi_turn" in categories:
-        if args.simulator == "openai":
+        if simulator == "openai":
             sim_config = {
-                "base_url": args.simulator_endpoint,
-                "model": args.simulator_model,
-                "api_key_env": args.simulator_key_env,
-                "seed": args.seed,
+                "base_url": simulator_endpoint,
+                "model": simulator_model,
+                "api_key_env": simulator_key_env,
+                "seed": seed,
             }
         else:
-            sim_config = {"replies": args.simulator_replies}
-        simulator = make_user_simulator(args.simulator, sim_config)
-    backend = load_backend(protocol.backend, args.model, threads=args.threads)
-    tokenizer = getattr(backend, "tokenizer", None)
+            sim_config = {"replies": simulator_replies}
+        user = make_user_simulator(simulator, sim_config)
+    loaded = load_backend(protocol.backend, model, threads=threads)
+    tokenizer = getattr(loaded, "tokenizer", None)
     if tokenizer is None:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(args.model)
-    budget = args.max_prompt_tokens
+        tokenizer = AutoTokenizer.from_pretrained(model)
+    budget = max_prompt_tokens
     if budget is None:
-        budget = runner.context_budget(args.model, protocol.max_tokens)
-    generate = runner.backend_generate_fn(backend, tokenizer, protocol, max_prompt_tokens=budget or None)
+        budget = runner.context_budget(model, protocol.max_tokens)
+    generate = runner.backend_generate_fn(loaded, tokenizer, protocol, max_prompt_tokens=budget or None)
     scores, raw, tokens = runner.run_categories(
-        data_dir, categories, generate, simulator, protocol.output_format, limit=limit,
-        max_agent_messages=args.max_agent_messages, seed=protocol.seed, log=print,
+        data_dir, categories, generate, user, protocol.output_format, limit=limit,
+        max_agent_messages=max_agent_messages, seed=protocol.seed, log=print,
     )  # fmt: skip
     doc = runner.score_document(
-        data_dir=data_dir, model_dir=args.model, protocol=protocol, protocol_id=protocol_id, tokenizer=tokenizer,
-        categories=categories, scores=scores, tokens=tokens, simulator=simulator, limit=limit,
-        max_prompt_tokens=budget or None, max_agent_messages=args.max_agent_messages,
+        data_dir=data_dir, model_dir=model, protocol=protocol, protocol_id=protocol_id, tokenizer=tokenizer,
+        categories=categories, scores=scores, tokens=tokens, simulator=user, limit=limit,
+        max_prompt_tokens=budget or None, max_agent_messages=max_agent_messages,
     )  # fmt: skip
-    if args.generations:
+    if generations:
         lines = [json.dumps({"category": c, **row}, ensure_ascii=False) for c in categories for row in raw[c]]
-        atomic_write_text(args.generations, "\n".join(lines) + "\n")
-    atomic_write_json(args.out, doc)
+        atomic_write_text(generations, "\n".join(lines) + "\n")
+    atomic_write_json(out, doc)
     keys = ("normal", "special", "agent", "overall", "agent_process")
     print(
         json.dumps(
@@ -126,50 +150,125 @@ def run(argv: list[str]) -> int:
     return 0
 
 
+def run(argv: list[str]) -> int:
+    args = _run_parser().parse_args(argv)
+    return score(**vars(args))
+
+
+def summarise_files(inputs: list[str], out: str) -> None:
+    docs = [json.loads(Path(f).read_text(encoding="utf-8")) for f in inputs]
+    atomic_write_json(out, summarise_seeds(docs))
+
+
 def summarise(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m toolcall_repro.eval.acebench summarise")
     p.add_argument("--inputs", nargs="+", required=True)
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
-    docs = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.inputs]
-    atomic_write_json(args.out, summarise_seeds(docs))
+    summarise_files(args.inputs, args.out)
     return 0
 
 
-def synthesize_cmd(argv: list[str]) -> int:
+def synthesize_folder(out: str | Path, rows: int, seed: int) -> None:
+    """Synthetic twins in ACEBench's layout, `rows` entries per category; the folder appears only when
+    complete (with source.json recording kind, seed, rows and lines per file)."""
     from toolcall_repro.eval.acebench.synthetic import synthesize
 
+    out = Path(out)
+    tmp = out.with_name(out.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    counts = synthesize(tmp, rows, seed)
+    (tmp / "source.json").write_text(
+        json.dumps({"kind": "synthetic", "seed": seed, "rows": rows, "lines": counts}, indent=2) + "\n"
+    )
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)
+    print(json.dumps(counts))
+
+
+def synthesize_cmd(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m toolcall_repro.eval.acebench synthesize")
     p.add_argument("--out", required=True)
     p.add_argument("--rows", type=int, required=True, help="entries (dialogues) per category")
     p.add_argument("--seed", type=int, required=True)
     args = p.parse_args(argv)
-    out = Path(args.out)
-    tmp = out.with_name(out.name + ".partial")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    counts = synthesize(tmp, args.rows, args.seed)
-    (tmp / "source.json").write_text(
-        json.dumps({"kind": "synthetic", "seed": args.seed, "rows": args.rows, "lines": counts}, indent=2)
-        + "\n"
-    )
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)  # the folder appears only when complete
-    print(json.dumps(counts))
+    synthesize_folder(args.out, args.rows, args.seed)
     return 0
 
 
-def download_cmd(argv: list[str]) -> int:
+def download(repo: str, commit: str, out: str) -> None:
     from toolcall_repro.eval.acebench.download import download_acebench
 
+    print(json.dumps(download_acebench(repo, commit, out)))
+
+
+def download_cmd(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m toolcall_repro.eval.acebench download")
     p.add_argument("--repo", required=True, help="e.g. https://github.com/<owner>/ACEBench")
     p.add_argument("--commit", required=True, help="full 40-hex commit sha")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
-    print(json.dumps(download_acebench(args.repo, args.commit, args.out)))
+    download(args.repo, args.commit, args.out)
     return 0
+
+
+# --- the jobs of workflow/rules/evaluate.smk (toolcall_repro.job) -------------------------------------
+
+
+def _reported(fn):
+    """A job function whose bad data or config exits 2 with one line, as the CLI does."""
+
+    @functools.wraps(fn)
+    def wrapper(j):
+        try:
+            return fn(j)
+        except (ACEBenchDataError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+
+    return wrapper
+
+
+@_reported
+def run_job(j) -> int:
+    """The score_acebench job: config {acebench: evaluate.acebench, protocol: its spec (backend
+    included), model: {tag, ...}}; input.data is the data folder evaluate.acebench.source names."""
+    ace, protocol = j.config["acebench"], j.config["protocol"]
+    openai = ace["simulator"] == "openai"
+    return score(
+        data_dir=j.path("data"),
+        model=j.path("model"),
+        protocol=protocol,
+        seed=j.seed("eval"),
+        out=j.out("score"),
+        categories=ace["categories"],
+        limit=ace["limit"],
+        simulator=ace["simulator"],
+        simulator_endpoint=ace.get("simulator_endpoint") if openai else None,
+        simulator_model=ace.get("simulator_model") if openai else None,
+        backend=protocol["backend"],
+        threads=int(j.option("threads")),
+    )
+
+
+@_reported
+def summarise_job(j) -> None:
+    """The summarise_acebench job: the seed files of input.seeds."""
+    summarise_files(j.paths("seeds"), j.out("summary"))
+
+
+@_reported
+def synthesize_job(j) -> None:
+    """The synthesize_acebench job: config {synthetic: {rows, seed}}, the seed as seeds.data."""
+    synthesize_folder(j.out("data"), int(j.config["synthetic"]["rows"]), j.seed("data"))
+
+
+@_reported
+def download_job(j) -> None:
+    """The download_acebench job: config {repo, commit} (the pinned commit)."""
+    download(j.config["repo"], j.config["commit"], j.out("data"))
 
 
 def main(argv: list[str] | None = None) -> int:

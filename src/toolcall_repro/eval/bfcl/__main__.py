@@ -40,12 +40,15 @@ def _private_bfcl_root() -> str:
     return root
 
 
-def parse_protocol(value: str, seed: int | None, backend: str | None):
-    """`--protocol` (inline JSON or a JSON/YAML file) -> (protocol id, Protocol). `id` names it in paths."""
+def parse_protocol(value: str | dict, seed: int | None, backend: str | None):
+    """`--protocol` (inline JSON or a JSON/YAML file, or the spec itself) -> (protocol id, Protocol).
+
+    `id` names it in paths.
+    """
     from toolcall_repro.configarg import load_config_arg
     from toolcall_repro.protocol import Protocol
 
-    spec = dict(load_config_arg(value))
+    spec = dict(value) if isinstance(value, dict) else dict(load_config_arg(value))
     protocol_id = str(spec.pop("id", spec.get("system_prompt", "protocol")))
     for key, given in (("seed", seed), ("backend", backend)):
         if given is None:
@@ -124,51 +127,152 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.cmd == "summarise":
-        from toolcall_repro.eval.seeds import summarise_seeds
+def config_limit(limit: int | dict | None) -> int | dict | None:
+    """evaluate.bfcl.limit (the config's typed value) as `generate` takes it, as `--limit` gives it.
 
-        docs = [json.loads(Path(f).read_text()) for f in args.inputs]
-        atomic_write_json(args.out, summarise_seeds(docs), ensure_ascii=True)
-        return 0
+    null/0 = all; N; or {default: N, <category>: M, ...} (a null cap is 0, all), the caps in name order;
+    a dict with no per-category cap is its default alone.
+    """
+    if not isinstance(limit, dict):
+        return int(limit or 0) or None
+    caps = {k: int(v or 0) for k, v in sorted(limit.items()) if k != "default"}
+    default = int(limit.get("default") or 0)
+    if not caps:
+        return default or None
+    return {"default": default, **caps}
 
-    print(f"BFCL_PROJECT_ROOT={_private_bfcl_root()}", file=sys.stderr)
+
+def summarise(inputs: list[str], out: str) -> None:
+    """mean/std/per-seed over the seed score files of one (model, protocol)."""
+    from toolcall_repro.eval.seeds import summarise_seeds
+
+    docs = [json.loads(Path(f).read_text()) for f in inputs]
+    atomic_write_json(out, summarise_seeds(docs), ensure_ascii=True)
+
+
+def generate_results(
+    *,
+    model_dir: str,
+    model_tag: str,
+    protocol: str | dict,
+    seed: int | None,
+    backend: str | None,
+    categories: list[str],
+    limit: int | dict | None,
+    out_dir: str | Path,
+    threads: int = 1,
+    workers: int | None = None,
+    server_url: str | None = None,
+    gpus: int = 1,
+    gpu_memory_utilization: float = 0.9,
+    vllm_bin: str | None = None,
+):
+    """BFCL result files (bfcl layout) + card.json in out_dir; the Protocol they were generated under.
+
+    protocol: the workflow's spec (a dict, or inline JSON / a file as `--protocol` takes it; `id` names it).
+    BFCL_PROJECT_ROOT must point at a private folder before this first imports bfcl-eval.
+    """
+    import torch
+
     from toolcall_repro.eval.bfcl.generate import generate
-    from toolcall_repro.eval.bfcl.runner import score_run
 
-    if args.cmd == "score":
-        protocol = parse_protocol(args.protocol, None, None)[1] if args.protocol else None
-        doc = score_run(args.results, protocol)
-    else:
-        import torch
+    torch.set_num_threads(threads)
+    protocol_id, parsed = parse_protocol(protocol, seed, backend)
+    generate(
+        model_dir=model_dir,
+        model_tag=model_tag,
+        protocol=parsed,
+        protocol_id=protocol_id,
+        categories=categories,
+        limit=limit or None,
+        out_dir=Path(out_dir),
+        threads=threads,
+        workers=workers,
+        server_url=server_url,
+        gpus=gpus,
+        gpu_memory_utilization=gpu_memory_utilization,
+        vllm_bin=vllm_bin,
+    )
+    return parsed
 
-        torch.set_num_threads(args.threads)
-        protocol_id, protocol = parse_protocol(args.protocol, args.seed, args.backend)
-        out = Path(args.work_dir) / "results" if args.cmd == "run" else Path(args.out)
-        generate(
-            model_dir=args.model_dir,
-            model_tag=args.model_tag,
-            protocol=protocol,
-            protocol_id=protocol_id,
-            categories=args.categories,
-            limit=args.limit or None,
-            out_dir=out,
-            threads=args.threads,
-            workers=args.workers,
-            server_url=args.server_url,
-            gpus=args.gpus,
-            gpu_memory_utilization=args.gpu_memory_utilization,
-            vllm_bin=args.vllm_bin,
-        )
-        if args.cmd == "generate":
-            return 0
-        doc = score_run(out, protocol)
-    atomic_write_json(args.out, doc, ensure_ascii=True)
+
+def write_score(doc: dict, out: str) -> None:
+    atomic_write_json(out, doc, ensure_ascii=True)
     s = doc["summary"]
     print(json.dumps({k: s[k] for k in ("multi_turn", "single_turn_mean_nl_l", "avg", "inference_errors")}))
     if s["inference_errors"]:
         print(f"warning: {s['inference_errors']} entries failed at inference (see card)", file=sys.stderr)
+
+
+def run(*, work_dir: str, out: str, **generation) -> None:
+    """Generate into work_dir/results, then score into the score file `out` (`run`, and score_bfcl)."""
+    from toolcall_repro.eval.bfcl.runner import score_run
+
+    results = Path(work_dir) / "results"
+    protocol = generate_results(out_dir=results, **generation)
+    write_score(score_run(results, protocol), out)
+
+
+def run_job(j) -> None:
+    """The score_bfcl job (toolcall_repro.job): one (model, protocol, seed) generated and scored.
+
+    config: {bfcl: evaluate.bfcl, protocol: its spec (seed and backend included), model: {tag, ...}};
+    the raw result files go to <score>.work beside the score file.
+    """
+    print(f"BFCL_PROJECT_ROOT={_private_bfcl_root()}", file=sys.stderr)
+    score = j.out("score")
+    protocol = j.config["protocol"]
+    run(
+        model_dir=j.path("model"),
+        model_tag=j.config["model"]["tag"],
+        protocol=protocol,
+        seed=j.seed("eval"),
+        backend=protocol["backend"],
+        categories=list(j.config["bfcl"]["categories"]),
+        limit=config_limit(j.config["bfcl"]["limit"]),
+        work_dir=os.path.splitext(score)[0] + ".work",
+        out=score,
+        threads=int(j.option("threads")),
+    )
+
+
+def summarise_job(j) -> None:
+    """The summarise_bfcl and summarise_bfcl_variance jobs: the seed files of input.seeds."""
+    summarise(j.paths("seeds"), j.out("summary"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.cmd == "summarise":
+        summarise(args.inputs, args.out)
+        return 0
+
+    print(f"BFCL_PROJECT_ROOT={_private_bfcl_root()}", file=sys.stderr)
+    if args.cmd == "score":
+        from toolcall_repro.eval.bfcl.runner import score_run
+
+        protocol = parse_protocol(args.protocol, None, None)[1] if args.protocol else None
+        write_score(score_run(args.results, protocol), args.out)
+        return 0
+    generation = {
+        "model_dir": args.model_dir,
+        "model_tag": args.model_tag,
+        "protocol": args.protocol,
+        "seed": args.seed,
+        "backend": args.backend,
+        "categories": args.categories,
+        "limit": args.limit,
+        "threads": args.threads,
+        "workers": args.workers,
+        "server_url": args.server_url,
+        "gpus": args.gpus,
+        "gpu_memory_utilization": args.gpu_memory_utilization,
+        "vllm_bin": args.vllm_bin,
+    }
+    if args.cmd == "generate":
+        generate_results(out_dir=args.out, **generation)
+    else:
+        run(work_dir=args.work_dir, out=args.out, **generation)
     return 0
 
 
