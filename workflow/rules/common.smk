@@ -1,6 +1,5 @@
 import json
 import os
-import shlex
 import posixpath
 
 import yaml
