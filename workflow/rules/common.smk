@@ -134,12 +134,13 @@ def _named(files):
     return {k: v if isinstance(v, str) else list(v) for k, v in files.items()}
 
 
-def job(stage, config=None, seeds=None, gpus=None, **options):
+def job(stage, config=None, seeds=None, gpus=None, rule=None, **options):
     """A rule's params.job: the job as JSON for `python -m toolcall_repro.job` (src/toolcall_repro/job.py).
 
     config (the subtree the stage reads and the manifest records), seeds and every option are values or
     functions of the wildcards. Paths come from the rule's own input and output; the rule's name from
-    output.manifest (manifests/<rule>/<key>.json); GPUs from resources.gpu unless given.
+    output.manifest (manifests/<rule>/<key>.json), or `rule` for a job without a manifest; GPUs from
+    resources.gpu unless given.
     """
 
     def value(v, w):
@@ -148,7 +149,7 @@ def job(stage, config=None, seeds=None, gpus=None, **options):
     def spec(wildcards, input, output, resources):
         return as_json(
             {
-                "rule": os.path.basename(os.path.dirname(output.manifest)),
+                "rule": rule or os.path.basename(os.path.dirname(output.manifest)),
                 "stage": stage,
                 "input": _named(input),
                 "output": _named(output),
