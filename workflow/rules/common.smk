@@ -318,6 +318,21 @@ def policy_start_dir(dataset):
     return model_path(hub_id) if hub_id else base_model_dir()
 
 
+def train_job(seeds):
+    """params.job of a training run: its run config, its seeds, the engine and the launcher's options."""
+    return job(
+        "train",
+        config=lambda w: run_config(w.dataset, w.variant),
+        seeds=seeds,
+        gpus=VERL["nodes"] * VERL["gpus_per_node"],
+        engine=config["engines"]["training"],
+        threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
+        nodes=train_resources()["nodes"],
+        verl=VERL,
+        launcher=os.path.join("workflow", "scripts", "verl", "launch_verl.sh"),
+    )
+
+
 def training_runs():
     return [(s, v) for s in SETTINGS for v in config["train"]["runs"].get(s, [])]
 

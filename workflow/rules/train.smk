@@ -1,21 +1,6 @@
 # Training: GRPO (vanilla vs efficient vs each speed-up alone) per setting, from the models of models.smk.
 
 
-def train_job(seeds):
-    """params.job of a training run: its run config, its seeds, the engine and the launcher's options."""
-    return job(
-        "train",
-        config=lambda w: run_config(w.dataset, w.variant),
-        seeds=seeds,
-        gpus=VERL["nodes"] * VERL["gpus_per_node"],
-        engine=config["engines"]["training"],
-        threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
-        nodes=train_resources()["nodes"],
-        verl=VERL,
-        launcher=os.path.join("workflow", "scripts", "verl", "launch_verl.sh"),
-    )
-
-
 # One rule for both engines: local CPU GRPO on the embedded default, verl on SLURM at paper scale
 # (1 node x 8 GPUs, or several nodes with Ray started through srun: train.verl.nodes).
 rule train_grpo:
