@@ -204,9 +204,9 @@ def write_record(run_dir: str | Path, config: Mapping, out: str | Path) -> dict:
 def record_job(j) -> None:
     """The write_provenance job (toolcall_repro.job): config is the whole config, the record's own.
 
-    It sums every manifest under the run's manifests/ (collect_manifests), as before the job entry: the
-    manifests of all jobs of the DAG cannot be named in the rule's input without a second copy of every
-    rule's wildcards, so they are read from the folder (see the report of issue 12).
+    It sums every manifest under the run's manifests/ (collect_manifests), not only declared inputs:
+    naming the manifest of every job of the DAG in the rule's input would need a second copy of every
+    rule's wildcard values (Snakemake gives an input function no view of the DAG it is building).
     """
     write_record(j.option("run_dir"), j.config, j.out("record"))
 
