@@ -1,16 +1,29 @@
 """The plan's arithmetic and its reading of a dry-run (pure parts; the CLI is tested on the paper DAG)."""
 
+import json
+import shlex
+
 from toolcall_repro.plan import Job, format_plan, gpu_jobs_plan, parse_dryrun, training_plan
 
 RUN = {"batch_size": 256, "n": 16, "epochs": 4, "downsample": {"m": 8}, "filter": {"k": 1}}
 
-DRYRUN = """[Tue Dec  1 10:20:45 2026]
+# The job entry's line as Snakemake prints it: `python -m toolcall_repro.job SPEC > log 2>&1`.
+SPEC = {
+    "rule": "train_grpo",
+    "stage": "train",
+    "config": {"batch_size": 256, "n": 16, "epochs": 4, "downsample": {"m": 8}},
+    "seeds": {"train": 0},
+    "options": {"engine": "verl", "nodes": 2},
+}
+SHELL = f"python -m toolcall_repro.job {shlex.quote(json.dumps(SPEC))} > results/p/logs/t.log 2>&1"
+
+DRYRUN = f"""[Tue Dec  1 10:20:45 2026]
 rule train_grpo:
     input: results/p/data/train/multi_turn.parquet
     output: results/p/train/multi_turn/efficient/summary.json
     wildcards: dataset=multi_turn, variant=efficient
     resources: tmpdir=/tmp, mem_mb=480000, runtime=2880, gpu=0, gres=gpu:a100:8, nodes=2, tasks=2
-Shell command: python -m toolcall_repro.engines.train --config '{"batch_size":256,"n":16,"epochs":4,"downsample":{"m":8}}' --seed 0
+Shell command: {SHELL}
 
 [Tue Dec  1 10:20:45 2026]
 rule normalise_source:
@@ -36,7 +49,8 @@ def test_dryrun_blocks_and_multi_node_gpus():
     assert [j.rule for j in jobs] == ["train_grpo", "normalise_source"]
     train = jobs[0]
     assert train.gpus == 16  # GRES per node x nodes
-    assert train.run_config["n"] == 16 and train.name == "multi_turn/efficient"
+    assert train.run_config == SPEC["config"] and train.name == "multi_turn/efficient"
+    assert train.spec["options"]["engine"] == "verl" and jobs[1].spec is None
     assert jobs[1].gpus == 0 and Job(rule="x", resources={"gpu": "1"}).gpus == 1
     config = {"run_id": "p", "filter": {"single_turn": {"target_size": 2300}, "multi_turn": {"target_size": 2600},
                                         "format_study": {"size": 700}}}  # fmt: skip

@@ -218,6 +218,19 @@ def pack_archive(
     return info
 
 
+def archive_run(run_dir: str | Path, out: str | Path, extra: Iterable[str | Path] = (), weights: str = "final") -> dict:
+    """Pack the run (pack_archive) and print its size by part; the CLI and the archive_results job."""
+    info = pack_archive(run_dir, out, extra, weights=weights)
+    print(size_report(info))
+    print(f"wrote {out}")
+    return info
+
+
+def job(j) -> None:
+    """The archive_results job (toolcall_repro.job): the run folder, its config files, the weights policy."""
+    archive_run(j.option("run_dir"), j.out("archive"), j.paths("config"), weights=j.option("weights"))
+
+
 def _size(n: float) -> str:
     for unit in ("B", "kB", "MB", "GB", "TB"):
         if abs(n) < 1000 or unit == "TB":

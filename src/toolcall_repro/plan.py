@@ -4,7 +4,7 @@
 
 Runs Snakemake's own dry-run with the profile (the real DAG, the profile's and the rules' resources, the
 exact command of every job), keeps the GPU jobs, and for each training job computes steps, rollouts and
-rows per step from the run config its command carries and the training-set sizes: the filter chains'
+rows per step from the run config its job spec carries (`python -m toolcall_repro.job SPEC`: its "config") and the training-set sizes: the filter chains'
 targets from config (the paper's 2.3k single-turn, 2.6k multi-turn, 0.7k format study), or the row counts
 of the training parquets once they exist. Filtered epochs shrink, so steps and rollouts are upper bounds.
 """
@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -47,8 +48,25 @@ class Job:
         return int(gres[1]) * int(self.resources.get("nodes", 1) or 1) if gres else 0
 
     @property
+    def spec(self) -> dict | None:
+        """The job spec of the command (`python -m toolcall_repro.job SPEC`), None for another command."""
+        try:
+            argv = shlex.split(self.shell)
+        except ValueError:
+            return None
+        for i, arg in enumerate(argv[:-1]):
+            if arg == "toolcall_repro.job" and argv[i - 1 : i] == ["-m"]:
+                return json.loads(argv[i + 1])
+        return None
+
+    @property
     def run_config(self) -> dict | None:
-        """The `--config` JSON the job's command hands its program (the job's config subtree)."""
+        """The job's config subtree: its spec's "config" (or the `--config` JSON of a command that
+        does not run through the job entry)."""
+        spec = self.spec
+        if spec is not None:
+            config = spec.get("config")
+            return config if isinstance(config, dict) else None
         found = CONFIG_RE.findall(self.shell)
         return json.loads(found[-1]) if found else None
 

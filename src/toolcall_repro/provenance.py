@@ -194,6 +194,23 @@ def run_record(run_dir: str | Path, config: Mapping) -> dict:
     }
 
 
+def write_record(run_dir: str | Path, config: Mapping, out: str | Path) -> dict:
+    """The run-level record (run_record) written atomically to out."""
+    record = run_record(run_dir, config)
+    atomic_write_json(out, record)
+    return record
+
+
+def record_job(j) -> None:
+    """The write_provenance job (toolcall_repro.job): config is the whole config, the record's own.
+
+    It sums every manifest under the run's manifests/ (collect_manifests), not only declared inputs:
+    naming the manifest of every job of the DAG in the rule's input would need a second copy of every
+    rule's wildcard values (Snakemake gives an input function no view of the DAG it is building).
+    """
+    write_record(j.option("run_dir"), j.config, j.out("record"))
+
+
 def _per_rule(manifests: list[dict]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for m in manifests:
@@ -252,12 +269,10 @@ def main(argv: list[str] | None = None) -> int:
             gpus=args.gpus,
         )
     if args.cmd == "record":
-        atomic_write_json(args.out, run_record(args.run_dir, json.loads(args.config)))
+        write_record(args.run_dir, json.loads(args.config), args.out)
         return 0
     if args.cmd == "archive":
-        info = archive.pack_archive(args.run_dir, args.out, args.extra, weights=args.weights)
-        print(archive.size_report(info))
-        print(f"wrote {args.out}")
+        archive.archive_run(args.run_dir, args.out, args.extra, weights=args.weights)
         return 0
     problems = archive.verify_archive(args.archive)
     for line in problems:

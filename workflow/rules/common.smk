@@ -120,12 +120,13 @@ def _named(files):
     return {k: v if isinstance(v, str) else list(v) for k, v in files.items()}
 
 
-def job(stage, config=None, seeds=None, gpus=None, **options):
+def job(stage, config=None, seeds=None, gpus=None, rule=None, **options):
     """A rule's params.job: the job as JSON for `python -m toolcall_repro.job` (src/toolcall_repro/job.py).
 
     config (the subtree the stage reads and the manifest records), seeds and every option are values or
     functions of the wildcards. Paths come from the rule's own input and output; the rule's name from
-    output.manifest (manifests/<rule>/<key>.json); GPUs from resources.gpu unless given.
+    output.manifest (manifests/<rule>/<key>.json), or `rule` for a job without a manifest; GPUs from
+    resources.gpu unless given.
     """
 
     def value(v, w):
@@ -134,7 +135,7 @@ def job(stage, config=None, seeds=None, gpus=None, **options):
     def spec(wildcards, input, output, resources):
         return as_json(
             {
-                "rule": os.path.basename(os.path.dirname(output.manifest)),
+                "rule": rule or os.path.basename(os.path.dirname(output.manifest)),
                 "stage": stage,
                 "input": _named(input),
                 "output": _named(output),
@@ -292,6 +293,21 @@ def policy_start_dir(dataset):
     """Weights a training run starts from: the setting's own model (paper scale) or the base model."""
     hub_id = config["train"]["settings"][dataset_setting(dataset)].get("model")
     return model_path(hub_id) if hub_id else base_model_dir()
+
+
+def train_job(seeds):
+    """params.job of a training run: its run config, its seeds, the engine and the launcher's options."""
+    return job(
+        "train",
+        config=lambda w: run_config(w.dataset, w.variant),
+        seeds=seeds,
+        gpus=VERL["nodes"] * VERL["gpus_per_node"],
+        engine=config["engines"]["training"],
+        threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
+        nodes=train_resources()["nodes"],
+        verl=VERL,
+        launcher=os.path.join("workflow", "scripts", "verl", "launch_verl.sh"),
+    )
 
 
 def training_runs():

@@ -45,22 +45,18 @@ rule make_tables:
     resources:
         gpu=0,
     params:
-        cfg=as_json(
-            {
+        job=job(
+            "tables",
+            config={
                 "evaluate": subtree("evaluate"),
                 "runs": training_runs(),
                 "pipeline_check": config["model"]["base"] == "tiny",
-            }
+            },
+            seeds={"eval": subtree("evaluate", "seeds")},
+            run_dir=RUN,
         ),
-        seeds=as_json({"eval": subtree("evaluate", "seeds")}),
-        run_dir=lambda w, output: os.path.dirname(os.path.dirname(output.index)),
-        out_dir=lambda w, output: os.path.dirname(output.index),
     shell:
-        "python -m toolcall_repro.provenance run --rule make_tables --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.analysis tables --run-dir {params.run_dir}"
-        " --inputs {input:q} --config {params.cfg:q} --out-dir {params.out_dir} > {log} 2>&1"
+        JOB
 
 
 rule make_figures:
@@ -92,17 +88,14 @@ rule make_figures:
     resources:
         gpu=0,
     params:
-        cfg=as_json({"evaluate": subtree("evaluate"), "runs": training_runs()}),
-        seeds=as_json({"eval": subtree("evaluate", "seeds")}),
-        run_dir=lambda w, output: os.path.dirname(os.path.dirname(output.index)),
-        out_dir=lambda w, output: os.path.dirname(output.index),
+        job=job(
+            "figures",
+            config={"evaluate": subtree("evaluate"), "runs": training_runs()},
+            seeds={"eval": subtree("evaluate", "seeds")},
+            run_dir=RUN,
+        ),
     shell:
-        "python -m toolcall_repro.provenance run --rule make_figures --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.analysis figures --run-dir {params.run_dir}"
-        " --inputs {input:q} --speedup {input.speedup:q} --config {params.cfg:q}"
-        " --out-dir {params.out_dir} > {log} 2>&1"
+        JOB
 
 
 rule write_provenance:
@@ -125,11 +118,10 @@ rule write_provenance:
     resources:
         gpu=0,
     params:
-        config=as_json(config),
-        run_dir=lambda w, output: os.path.dirname(output.record),
+        # the whole config: the record's own (no manifest: the record sums the manifests)
+        job=job("record", config=config, rule="write_provenance", run_dir=RUN),
     shell:
-        "python -m toolcall_repro.provenance record --run-dir {params.run_dir}"
-        " --config {params.config:q} --out {output.record} > {log} 2>&1"
+        JOB
 
 
 # The archive policy (archive.weights; resume checkpoints never) and the name: toolcall_repro.archive.
@@ -152,10 +144,12 @@ rule archive_results:
     resources:
         gpu=0,
     params:
-        run_dir=lambda w, input: os.path.dirname(input.record),
-        weights=ARCHIVE_CFG["weights"],
+        job=job(
+            "archive",
+            rule="archive_results",
+            run_dir=RUN,
+            weights=ARCHIVE_CFG["weights"],
+        ),
     shell:
         # The size by part goes to the log and to the terminal.
-        "python -m toolcall_repro.provenance archive --run-dir {params.run_dir:q}"
-        " --out {output.archive:q} --weights {params.weights} --extra {input.config:q}"
-        " 2>&1 | tee {log:q} >&2"
+        "python -m toolcall_repro.job {params.job:q} 2>&1 | tee {log:q} >&2"

@@ -24,24 +24,9 @@ rule train_grpo:
     resources:
         **train_resources(),
     params:
-        cfg=lambda w: as_json(run_config(w.dataset, w.variant)),
-        seeds=as_json({"train": subtree("train", "seed")}),
-        seed=subtree("train", "seed"),
-        engine=config["engines"]["training"],
-        out_dir=lambda w, output: os.path.dirname(output.summary),
-        verl=as_json(VERL),
-        gpus=VERL["nodes"] * VERL["gpus_per_node"],
-        launcher=os.path.join("workflow", "scripts", "verl", "launch_verl.sh"),
-        torch_threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
+        job=train_job({"train": subtree("train", "seed")}),
     shell:
-        "python -m toolcall_repro.provenance run --rule train_grpo --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {params.gpus} --"
-        " python -m toolcall_repro.engines.train --engine {params.engine} --train {input.train}"
-        " --heldout {input.heldout} --base {input.base} --config {params.cfg:q}"
-        " --out {params.out_dir} --seed {params.seed} --threads {params.torch_threads}"
-        " --nodes {resources.nodes} --verl {params.verl:q} --verl-launcher {params.launcher}"
-        " > {log} 2>&1"
+        JOB
 
 
 # The efficiency experiment: the same training rule at other seeds (train.efficiency.runs); seed
@@ -58,15 +43,7 @@ use rule train_grpo as train_grpo_seed with:
     benchmark:
         R("benchmarks", "train_grpo", "{dataset}-{variant}-seed{seed}.tsv")
     params:
-        cfg=lambda w: as_json(run_config(w.dataset, w.variant)),
-        seeds=lambda w: as_json({"train": int(w.seed)}),
-        seed=lambda w: int(w.seed),
-        engine=config["engines"]["training"],
-        out_dir=lambda w, output: os.path.dirname(output.summary),
-        verl=as_json(VERL),
-        gpus=VERL["nodes"] * VERL["gpus_per_node"],
-        launcher=os.path.join("workflow", "scripts", "verl", "launch_verl.sh"),
-        torch_threads=THREADS,
+        job=train_job(lambda w: {"train": int(w.seed)}),
 
 
 localrules:
@@ -97,21 +74,17 @@ rule report_efficiency:
     resources:
         gpu=0,
     params:
-        cfg=as_json(
-            {
+        job=job(
+            "efficiency_report",
+            config={
                 "efficiency": config["train"].get("efficiency") or {},
                 "variants": subtree("train", "variants"),
-            }
+            },
+            seeds={},
+            run_dir=RUN,
         ),
-        seeds=as_json({}),
-        run_dir=lambda w, output: os.path.dirname(os.path.dirname(output.index)),
-        out_dir=lambda w, output: os.path.dirname(output.index),
     shell:
-        "python -m toolcall_repro.provenance run --rule report_efficiency --manifest {output.manifest:q}"
-        " --config {params.cfg:q} --seeds {params.seeds:q} --inputs {input:q} --outputs {output:q}"
-        " --gpus {resources.gpu} --"
-        " python -m toolcall_repro.analysis efficiency --run-dir {params.run_dir}"
-        " --inputs {input:q} --config {params.cfg:q} --out-dir {params.out_dir} > {log} 2>&1"
+        JOB
 
 
 rule efficiency:

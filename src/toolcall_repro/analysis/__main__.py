@@ -2,16 +2,82 @@
 [--inputs FILE ...] [--speedup tables/csv/speedup.csv] [--config JSON|FILE]`.
 
 With `--inputs` (the rule's declared inputs) nothing else under the run directory is read; the figures
-take the speedup table as make_tables wrote it (`--speedup`) instead of building it again."""
+take the speedup table as make_tables wrote it (`--speedup`) instead of building it again.
+
+The rules run `tables_job`, `figures_job` and `efficiency_job` through the job entry (toolcall_repro.job):
+the inputs are the rule's own, the output folder that of its `index`, the config the rule's subtree.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import matplotlib
 
 from toolcall_repro.configarg import load_config_arg
+
+
+def _headless() -> None:
+    matplotlib.use("Agg")  # headless: no display on cluster nodes
+
+
+def tables(run_dir: str, out_dir: str, config: dict, inputs: list[str] | None = None) -> list:
+    """Every table of the run from its result files (only `inputs` when given); returns what was written."""
+    _headless()
+    from toolcall_repro.analysis import report
+
+    built = report.build_tables(report.RunResults(run_dir, inputs), config)
+    written = report.write_tables(built, out_dir)
+    for t in built:
+        print(report.table_summary_line(t))
+    return written
+
+
+def figures(
+    run_dir: str, out_dir: str, config: dict, inputs: list[str] | None = None, speedup: str | None = None
+) -> list:
+    """Every figure of the run; the speedup table is read from make_tables's CSV when given."""
+    _headless()
+    import pandas as pd
+
+    from toolcall_repro.analysis import report
+
+    speedups = pd.read_csv(speedup) if speedup else None
+    res = report.RunResults(run_dir, inputs)
+    return report.write_figures(report.build_figures(res, config, speedups), out_dir)
+
+
+def efficiency(run_dir: str, out_dir: str, config: dict, inputs: list[str] | None = None) -> list:
+    """The efficiency experiment's own report (target `efficiency`)."""
+    _headless()
+    from toolcall_repro.analysis.efficiency_report import write_report
+
+    return write_report(run_dir, out_dir, config, inputs=inputs)
+
+
+def _job_paths(j) -> tuple[str, str, list[str]]:
+    """run_dir, the output folder (that of output.index) and every declared input of an analysis job."""
+    return j.option("run_dir"), os.path.dirname(j.out("index")), list(j.files.get("input", []))
+
+
+def tables_job(j) -> None:
+    run_dir, out_dir, inputs = _job_paths(j)
+    written = tables(run_dir, out_dir, j.config, inputs)
+    print(f"wrote {len(written)} files to {out_dir}")
+
+
+def figures_job(j) -> None:
+    run_dir, out_dir, inputs = _job_paths(j)
+    written = figures(run_dir, out_dir, j.config, inputs, j.path("speedup"))
+    print(f"wrote {len(written)} files to {out_dir}")
+
+
+def efficiency_job(j) -> None:
+    run_dir, out_dir, inputs = _job_paths(j)
+    written = efficiency(run_dir, out_dir, j.config, inputs)
+    print(f"wrote {len(written)} files to {out_dir}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,27 +93,13 @@ def main(argv: list[str] | None = None) -> int:
         "--config", default="{}", help="the analysis config subtree: inline JSON or a JSON/YAML file"
     )
     args = p.parse_args(argv)
-    matplotlib.use("Agg")  # headless: no display on cluster nodes
-    from toolcall_repro.analysis import report
-
     cfg = load_config_arg(args.config)
-    if args.what == "efficiency":  # the efficiency experiment's own report (target `efficiency`)
-        from toolcall_repro.analysis.efficiency_report import write_report
-
-        written = write_report(args.run_dir, args.out_dir, cfg, inputs=args.inputs)
-        print(f"wrote {len(written)} files to {args.out_dir}")
-        return 0
-    res = report.RunResults(args.run_dir, args.inputs)
-    if args.what == "tables":
-        built = report.build_tables(res, cfg)
-        written = report.write_tables(built, args.out_dir)
-        for t in built:
-            print(report.table_summary_line(t))
+    if args.what == "efficiency":
+        written = efficiency(args.run_dir, args.out_dir, cfg, args.inputs)
+    elif args.what == "tables":
+        written = tables(args.run_dir, args.out_dir, cfg, args.inputs)
     else:
-        import pandas as pd
-
-        speedups = pd.read_csv(args.speedup) if args.speedup else None
-        written = report.write_figures(report.build_figures(res, cfg, speedups), args.out_dir)
+        written = figures(args.run_dir, args.out_dir, cfg, args.inputs, args.speedup)
     print(f"wrote {len(written)} files to {args.out_dir}")
     return 0
 

@@ -2,8 +2,10 @@
 
 The jobs come from the workflow itself: `snakemake -n -p` on config/paper.yaml, in a working directory of
 its own (tests/workflow/_workflow_helpers.make_workdir: nothing written to the work tree's .snakemake/),
-prints each train_grpo command; its `--config`/`--verl`/`--nodes` go through the same composition as
-`launch.prepare` (split_config -> hydra.build_overrides -> compose against verl's ppo_trainer.yaml).
+prints each train_grpo command, `python -m toolcall_repro.job SPEC`; the launcher argv the job builds
+from its spec (engines.train) has the `--config`/`--verl-config`/`--nodes` that go through the same
+composition as `launch.prepare` (split_config -> hydra.build_overrides -> compose against verl's
+ppo_trainer.yaml).
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ pytest.importorskip("verl", reason="verl lives in .venv-verl only (scripts/insta
 
 from omegaconf import OmegaConf, open_dict  # noqa: E402
 
+from toolcall_repro.engines import train  # noqa: E402
 from toolcall_repro.engines.verl import hydra, launch  # noqa: E402
 from toolcall_repro.engines.verl.main import check_config, check_model_config, compose_config  # noqa: E402
+from toolcall_repro.job import Job  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tests" / "workflow"))
@@ -33,9 +37,9 @@ SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"  # the main env (scripts/instal
 TRAIN_ENV = REPO / "workflow" / "envs" / "train-verl.yaml"
 
 
-def train_commands(work: Path) -> dict[str, list[str]]:
-    """{`<dataset>-<variant>`: the `engines.train` argv} of every train_grpo job of the paper DAG, from a
-    dry-run in work (a make_workdir directory, never the work tree)."""
+def train_commands(work: Path) -> dict[str, Job]:
+    """{`<dataset>-<variant>`: the job} of every train_grpo job of the paper DAG, from the job spec of
+    its command in a dry-run in work (a make_workdir directory, never the work tree)."""
     if not SNAKEMAKE.exists():
         pytest.skip(f"{SNAKEMAKE} is missing: the main env (scripts/install.sh) runs the dry-run")
     env = {**os.environ, "PATH": f"{SNAKEMAKE.parent}:{os.environ['PATH']}"}
@@ -46,12 +50,14 @@ def train_commands(work: Path) -> dict[str, list[str]]:
     assert proc.returncode == 0, proc.stderr[-2000:]
     jobs = {}
     for line in proc.stdout.splitlines():
-        if "toolcall_repro.engines.train" not in line:
+        if "toolcall_repro.job" not in line:
             continue
-        argv = shlex.split(line.split(" -- ", 1)[1].split(" > ")[0])
-        argv = argv[argv.index("toolcall_repro.engines.train") + 1 :]
-        out = argv[argv.index("--out") + 1]
-        jobs["-".join(Path(out).parts[-2:])] = argv
+        argv = shlex.split(line)
+        job = Job.from_json(argv[argv.index("toolcall_repro.job") + 1])
+        if job.stage != "train":
+            continue
+        out = os.path.dirname(job.out("summary"))
+        jobs["-".join(Path(out).parts[-2:])] = job
     return jobs
 
 
@@ -69,11 +75,13 @@ def option(argv: list[str], flag: str) -> str:
     return argv[argv.index(flag) + 1]
 
 
-def composed(argv: list[str], flash_attn: bool):
-    """The job's verl config, as prepare composes it on a first attempt."""
+def composed(job: Job, flash_attn: bool):
+    """The job's verl config, as prepare composes it on a first attempt from the launcher's argv."""
+    argv = train.job_verl_command(job)
+    assert argv[:2] == ["bash", "workflow/scripts/verl/launch_verl.sh"]
     run, verl = launch.split_config(
         json.loads(option(argv, "--config")),
-        json.loads(option(argv, "--verl")),
+        json.loads(option(argv, "--verl-config")),
         int(option(argv, "--nodes")),
         None,
     )
@@ -94,13 +102,16 @@ def test_the_paper_dag_has_every_training_job(jobs):
     expected |= {f"multi_turn-{v}" for v in ("vanilla", "efficient", "filter_only", "downsample_only")}
     expected |= {"tooln1-vanilla", "format_single-vanilla", "format_multi-vanilla"}
     assert set(jobs) == expected
-    assert all(option(argv, "--engine") == "verl" for argv in jobs.values())
+    assert all(job.option("engine") == "verl" for job in jobs.values())
+    # the manifest's GPUs: train.verl nodes x gpus_per_node; the run config is the manifest's config
+    assert all(job.gpus == job.option("verl")["nodes"] * job.option("verl")["gpus_per_node"] > 0
+               for job in jobs.values())  # fmt: skip
 
 
 @pytest.mark.parametrize("flash_attn", [False, True], ids=["no-flash-attn", "flash-attn"])
 def test_every_paper_job_passes_verl_validation_and_keeps_its_invariants(jobs, flash_attn, model_dir):
-    for name, argv in sorted(jobs.items()):
-        run, verl, cfg = composed(argv, flash_attn)
+    for name, job in sorted(jobs.items()):
+        run, verl, cfg = composed(job, flash_attn)
         check_config(cfg)  # verl's validate_config + its algorithm and rollout dataclasses
         # verl's model dataclass (the hub weights are not here: a tiny model of the same layout)
         with open_dict(cfg):
@@ -138,8 +149,7 @@ def test_every_paper_job_passes_verl_validation_and_keeps_its_invariants(jobs, f
 
 def test_attention_of_the_training_env_is_one_it_can_run(jobs):
     """`auto` (the paper config's) resolves to what workflow/envs/train-verl.yaml installs."""
-    argv = jobs["single_turn-efficient"]
-    _, verl, cfg = composed(argv, flash_attn=env_has_flash_attn())
+    _, verl, cfg = composed(jobs["single_turn-efficient"], flash_attn=env_has_flash_attn())
     assert verl["attn_implementation"] == "auto"
     impl = OmegaConf.to_container(cfg.actor_rollout_ref.model.override_config)["attn_implementation"]
     assert impl == ("flash_attention_2" if env_has_flash_attn() else "sdpa")

@@ -329,46 +329,89 @@ class GRPOTrainer:
         }
 
 
-def run(args: argparse.Namespace, log=print) -> dict:
-    cfg = parse_config(load_config_arg(args.config))
-    for key in ("setting", "variant"):
-        flag, value = getattr(args, key), getattr(cfg, key)
+def train_grpo(
+    *,
+    train: str,
+    heldout: str,
+    base: str,
+    config: GRPOConfig,
+    out: str,
+    seed: int,
+    threads: int | None = None,
+    setting: str | None = None,
+    variant: str | None = None,
+    resume: bool = False,
+    log=print,
+) -> dict:
+    """One GRPO run from the typed run config (parse_config); writes the run's outputs under out.
+
+    The CLI (main) and the train_grpo job (engines.train.job) both call this. threads: torch's thread
+    count (None: leave it as set); resume: continue from the newest checkpoint of the same run.
+    """
+    cfg = config
+    if threads is not None:
+        set_threads(threads)
+    for key, flag in (("setting", setting), ("variant", variant)):
+        value = getattr(cfg, key)
         if flag and value and flag != value:
             raise ValueError(f"--{key} {flag} disagrees with the config's {key} {value}")
-    variant = args.variant or cfg.variant
-    model, tokenizer = load_policy(args.base)
-    train, dropped_train = build_prompts(load_samples([args.train]), tokenizer, cfg.max_prompt_tokens)
-    heldout, dropped_heldout = build_prompts(load_samples([args.heldout]), tokenizer, cfg.max_prompt_tokens)
-    heldout = heldout[: cfg.heldout_size]
-    if not train:
-        raise ValueError(f"{args.train}: no training prompt fits max_prompt_tokens={cfg.max_prompt_tokens}")
-    settings = {r.setting for r in train}
-    setting = args.setting or cfg.setting or (settings.pop() if len(settings) == 1 else None)
+    variant = variant or cfg.variant
+    model, tokenizer = load_policy(base)
+    train_records, dropped_train = build_prompts(load_samples([train]), tokenizer, cfg.max_prompt_tokens)
+    heldout_records, dropped_heldout = build_prompts(load_samples([heldout]), tokenizer, cfg.max_prompt_tokens)
+    heldout_records = heldout_records[: cfg.heldout_size]
+    if not train_records:
+        raise ValueError(f"{train}: no training prompt fits max_prompt_tokens={cfg.max_prompt_tokens}")
+    settings = {r.setting for r in train_records}
+    setting = setting or cfg.setting or (settings.pop() if len(settings) == 1 else None)
     if setting is None:
-        raise ValueError(f"{args.train} mixes settings {sorted(settings)}: pass --setting")
-    out = Path(args.out)
-    trainer = GRPOTrainer(cfg, model, tokenizer, train, heldout, reward_for_setting(setting), args.seed, out)
-    fp = fingerprint(cfg, args.seed, train, args.base)
+        raise ValueError(f"{train} mixes settings {sorted(settings)}: pass --setting")
+    out_dir = Path(out)
+    trainer = GRPOTrainer(
+        cfg, model, tokenizer, train_records, heldout_records, reward_for_setting(setting), seed, out_dir
+    )
+    fp = fingerprint(cfg, seed, train_records, base)
     trainer.state.fingerprint = fp
-    latest = latest_checkpoint(out / "checkpoints")
-    if latest is not None and args.resume and checkpoint_fingerprint(latest) == fp:
+    latest = latest_checkpoint(out_dir / "checkpoints")
+    if latest is not None and resume and checkpoint_fingerprint(latest) == fp:
         trainer.restore(latest)
         log(f"resumed from {latest}")
     elif latest is not None:
         # Another run's checkpoints (config, seed, data or base model changed, or no --resume): never
         # continue from them; a later --resume must not find them either.
         log(
-            f"discarding checkpoints in {out / 'checkpoints'}: "
-            + ("another run's" if args.resume else "no --resume")
+            f"discarding checkpoints in {out_dir / 'checkpoints'}: "
+            + ("another run's" if resume else "no --resume")
         )
-        shutil.rmtree(out / "checkpoints")
+        shutil.rmtree(out_dir / "checkpoints")
     trainer.fit(log)
     summary = trainer.summary(setting, variant, {"train": dropped_train, "heldout": dropped_heldout})
-    save_hf_dir(model, tokenizer, out / "final")
-    write_jsonl(trainer.state.curve, out / "curve.jsonl")
-    write_jsonl(trainer.state.metrics, out / "metrics.jsonl")
-    write_jsonl([summary], out / "summary.json")  # one line, written last: the run's completion marker
+    save_hf_dir(model, tokenizer, out_dir / "final")
+    write_jsonl(trainer.state.curve, out_dir / "curve.jsonl")
+    write_jsonl(trainer.state.metrics, out_dir / "metrics.jsonl")
+    write_jsonl([summary], out_dir / "summary.json")  # one line, written last: the run's completion marker
     return summary
+
+
+def run(args: argparse.Namespace, log=print) -> dict:
+    """train_grpo from parsed CLI arguments (`--config` JSON or file); threads as already set."""
+    return train_grpo(
+        train=args.train,
+        heldout=args.heldout,
+        base=args.base,
+        config=parse_config(load_config_arg(args.config)),
+        out=args.out,
+        seed=args.seed,
+        setting=args.setting,
+        variant=args.variant,
+        resume=args.resume,
+        log=log,
+    )
+
+
+def summary_line(summary: dict) -> str:
+    """The line a finished run prints (steps, held-out accuracy, time)."""
+    return json.dumps({k: summary[k] for k in ("steps", "heldout_accuracy", "time/cumulative_s")})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -394,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     set_threads(args.threads)
     summary = run(args, log=lambda msg: print(msg, flush=True))
-    print(json.dumps({k: summary[k] for k in ("steps", "heldout_accuracy", "time/cumulative_s")}))
+    print(summary_line(summary))
     return 0
 
 

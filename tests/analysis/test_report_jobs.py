@@ -1,0 +1,47 @@
+"""make_tables and make_figures through the job entry (toolcall_repro.job) write what the CLI writes from
+the same declared inputs, and the manifest records the rule's config and seeds."""
+
+import json
+
+from toolcall_repro.analysis.__main__ import main
+from toolcall_repro.job import Job, run
+
+CONFIG = {
+    "evaluate": {
+        "studies": {"table4": {"models": ["base", "rl-multi"], "protocols": ["default", "stronger"]}},
+        "general": {"models": ["base", "rl-multi"]},
+    },
+    "runs": [["single_turn", "vanilla"], ["single_turn", "efficient"]],
+}
+
+
+def analysis_job(stage, run_dir, out_dir, declared, **extra_inputs):
+    output = {"index": str(out_dir / "index.md"), "manifest": str(out_dir.parent / "manifests" / f"{stage}.json")}
+    inputs = {"results": declared, **extra_inputs}
+    files = declared + list(extra_inputs.values())
+    return Job(rule=f"make_{stage}", stage=stage, input=inputs, output=output,
+               files={"input": files, "output": list(output.values())}, config=CONFIG,
+               seeds={"eval": [0, 1]}, options={"run_dir": str(run_dir)})  # fmt: skip
+
+
+def test_tables_and_figures_jobs_write_what_the_cli_writes(run_dir, tmp_path):
+    declared = sorted(str(p) for p in run_dir.rglob("*") if p.is_file())
+    tables = analysis_job("tables", run_dir, tmp_path / "jobs" / "tables", declared)
+    assert run(tables) == 0
+    speedup = str(tmp_path / "jobs" / "tables" / "csv" / "speedup.csv")
+    figures = analysis_job("figures", run_dir, tmp_path / "jobs" / "figures", declared, speedup=speedup)
+    assert run(figures) == 0
+    cli = tmp_path / "cli"
+    assert main(["tables", "--run-dir", str(run_dir), "--out-dir", str(cli / "tables"), "--inputs", *declared,
+                 "--config", json.dumps(CONFIG)]) == 0  # fmt: skip
+    assert main(["figures", "--run-dir", str(run_dir), "--out-dir", str(cli / "figures"), "--inputs", *declared,
+                 speedup, "--speedup", speedup, "--config", json.dumps(CONFIG)]) == 0  # fmt: skip
+    for part in ("tables", "figures"):
+        written = sorted(p.relative_to(tmp_path / "jobs" / part) for p in (tmp_path / "jobs" / part).rglob("*.*"))
+        assert written == sorted(p.relative_to(cli / part) for p in (cli / part).rglob("*.*")) and written
+        for rel in written:
+            if rel.suffix in (".md", ".csv", ".html"):
+                assert (tmp_path / "jobs" / part / rel).read_bytes() == (cli / part / rel).read_bytes(), rel
+    manifest = json.loads(open(tables.manifest).read())
+    assert manifest["rule"] == "make_tables" and manifest["config"] == CONFIG
+    assert manifest["seeds"] == {"eval": [0, 1]} and len(manifest["inputs"]) == len(declared)
