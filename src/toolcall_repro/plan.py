@@ -24,7 +24,6 @@ from pathlib import Path
 import yaml
 
 RULE_RE = re.compile(r"^(?:local)?rule (\w+):$")
-CONFIG_RE = re.compile(r"--config '(\{.*?\})'")
 
 
 @dataclass
@@ -61,14 +60,9 @@ class Job:
 
     @property
     def run_config(self) -> dict | None:
-        """The job's config subtree: its spec's "config" (or the `--config` JSON of a command that
-        does not run through the job entry)."""
-        spec = self.spec
-        if spec is not None:
-            config = spec.get("config")
-            return config if isinstance(config, dict) else None
-        found = CONFIG_RE.findall(self.shell)
-        return json.loads(found[-1]) if found else None
+        """The job's config subtree: its spec's "config" (None for a job without one)."""
+        config = (self.spec or {}).get("config")
+        return config if isinstance(config, dict) else None
 
     @property
     def name(self) -> str:

@@ -1,8 +1,9 @@
 """Provenance: per-job manifests and the run-level record (archives: toolcall_repro.archive).
 
-Every Snakemake job runs its command through `python -m toolcall_repro.provenance run ...`, which times
-the command (wall-clock and child CPU seconds), then checksums inputs and outputs and writes the job's
-manifest. One mechanism for all rules, so no stage can forget its manifest.
+Every Snakemake job runs through the job entry (`python -m toolcall_repro.job`), which runs the stage,
+then builds the job's manifest here (`build_manifest`: config and its sha256, seeds, options, input and
+output checksums, git state, package versions, wall-clock and CPU seconds). One mechanism for all rules,
+so no stage can forget its manifest.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import hashlib
 import importlib.metadata
 import json
 import platform
-import resource
 import subprocess
 import sys
 import time
@@ -125,50 +125,6 @@ def build_manifest(
     }
 
 
-def run_with_manifest(
-    command: list[str],
-    *,
-    manifest: str,
-    rule: str,
-    config_subtree: object,
-    inputs: list[str],
-    outputs: list[str],
-    seeds: Mapping[str, object] | None = None,
-    gpus: int = 0,
-) -> int:
-    """Run `command`, then write the manifest; on failure write nothing (Snakemake removes the outputs)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    rc = subprocess.call(command)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if rc != 0:
-        return rc
-    # Snakemake passes {output}, which includes the manifest this function is about to write.
-    outputs = [o for o in outputs if Path(o) != Path(manifest)]
-    missing = [o for o in outputs if not Path(o).exists()]
-    if missing:
-        print(f"provenance: command succeeded but did not write {missing}", file=sys.stderr)
-        return 3
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    atomic_write_json(
-        manifest,
-        build_manifest(
-            rule=rule,
-            config_subtree=config_subtree,
-            inputs=inputs,
-            outputs=outputs,
-            seeds=seeds,
-            wall_s=wall,
-            cpu_s=cpu,
-            # GPU-seconds at paper scale are the job's wall-clock x GPUs it held.
-            device_s=round(wall * gpus, 3) if gpus else round(cpu, 3),
-            command=command,
-        ),
-    )
-    return 0
-
-
 # --- run-level record, archive, verify -------------------------------------------------------------
 
 
@@ -226,15 +182,6 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
     p = argparse.ArgumentParser(prog="python -m toolcall_repro.provenance")
     sub = p.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="run a command and write its manifest")
-    r.add_argument("--manifest", required=True)
-    r.add_argument("--rule", required=True)
-    r.add_argument("--config", default="null", help="the rule's config subtree as JSON")
-    r.add_argument("--seeds", default="{}", help="JSON object of the seeds used")
-    r.add_argument("--inputs", nargs="*", default=[])
-    r.add_argument("--outputs", nargs="*", default=[])
-    r.add_argument("--gpus", type=int, default=0)
-    r.add_argument("command", nargs=argparse.REMAINDER)
     rec = sub.add_parser("record", help="write the run-level provenance record")
     rec.add_argument("--run-dir", required=True)
     rec.add_argument("--config", required=True, help="the whole config as JSON")
@@ -253,21 +200,6 @@ def main(argv: list[str] | None = None) -> int:
     from toolcall_repro import archive  # archive builds on this module's checksums
 
     args = _parse_args(argv)
-    if args.cmd == "run":
-        command = args.command[1:] if args.command[:1] == ["--"] else args.command
-        if not command:
-            print("provenance run: no command given after --", file=sys.stderr)
-            return 2
-        return run_with_manifest(
-            command,
-            manifest=args.manifest,
-            rule=args.rule,
-            config_subtree=json.loads(args.config),
-            inputs=args.inputs,
-            outputs=args.outputs,
-            seeds=json.loads(args.seeds),
-            gpus=args.gpus,
-        )
     if args.cmd == "record":
         write_record(args.run_dir, json.loads(args.config), args.out)
         return 0
