@@ -77,3 +77,25 @@ def test_rulegraph_is_a_graph_with_the_same_rules_for_every_config(smk):
     embedded, paper = rules(), rules("--configfile", "config/paper.yaml")
     assert embedded == paper
     assert {"synthesize_source", "download_source", "warmstart_base_model", "download_model"} <= embedded
+
+
+@pytest.mark.parametrize("configfile", ["config/config.yaml", "config/paper.yaml"])
+def test_every_job_runs_through_the_job_entry_with_its_own_paths(smk, configfile):
+    """Each rule's body is the one job entry, and its spec names exactly the files Snakemake gives the job
+    (so the manifest checksums what the DAG says), a known stage, and the rule the manifest is filed under."""
+    from toolcall_repro.job import STAGES
+    from toolcall_repro.plan import parse_dryrun
+
+    res = smk("-n", "-p", "--forceall", "--nolock", "--configfile", configfile)
+    assert res.returncode == 0, res.stderr
+    jobs = [j for j in parse_dryrun(res.stdout) if j.rule not in ("all", "efficiency")]
+    assert len({j.rule for j in jobs}) >= 15
+    for j in jobs:
+        spec = j.spec
+        assert spec is not None, (j.rule, j.shell)
+        assert spec["stage"] in STAGES, spec["stage"]
+        assert sorted(spec["files"]["input"]) == sorted(j.inputs if j.inputs != [""] else []), j.rule
+        assert sorted(spec["files"]["output"]) == sorted(j.outputs), j.rule
+        manifest = spec["output"].get("manifest")
+        if manifest:
+            assert Path(manifest).parent.name == spec["rule"] == j.rule.removesuffix("_seed"), manifest

@@ -87,7 +87,7 @@ def test_every_gpu_job_reads_only_what_local_download_rules_fetched(paper_jobs):
     (ace,) = [j for j in paper_jobs if j.rule == "download_acebench"]
     assert re.search(r"\b[0-9a-f]{40}\b", ace.shell), ace.shell  # at a pinned commit
     for job in (j for j in paper_jobs if j.rule == "download_model"):
-        assert "--revision " in job.shell, job.shell  # every hub model at the revision config pins
+        assert job.spec["config"]["revision"], job.shell  # every hub model at the revision config pins
     lm_eval = [j for j in paper_jobs if j.rule == "download_lm_eval_data"]
     assert len(lm_eval) == 1
     assert "mmlu,hellaswag,truthfulqa_mc2,winogrande" in lm_eval[0].shell
