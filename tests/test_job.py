@@ -113,3 +113,14 @@ def test_accessors_name_the_rule_and_what_is_there():
 @pytest.mark.parametrize("stage", sorted(job.STAGES))
 def test_every_stage_names_a_function_that_exists(stage):
     assert callable(job.stage_function(stage))
+
+
+def test_the_rule_files_come_apart_from_the_spec_and_the_spec_wins(tmp_path):
+    """params.job (what runs, recorded by Snakemake's rerun trigger) and params.files (the paths)."""
+    s = spec(tmp_path)
+    files = {k: s.pop(k) for k in ("input", "output", "files", "rule")}
+    files["gpus"] = 4
+    s["gpus"] = 0  # the spec's own gpus (e.g. a multi-node run's) win over resources.gpu
+    assert job.main([json.dumps(s), json.dumps(files)]) == 0
+    m = json.loads((tmp_path / "manifests" / "synthesize_source" / "xlam.json").read_text())
+    assert m["rule"] == "synthesize_source" and m["device_s"] == m["cpu_s"]

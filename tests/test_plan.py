@@ -7,15 +7,18 @@ from toolcall_repro.plan import Job, format_plan, gpu_jobs_plan, parse_dryrun, t
 
 RUN = {"batch_size": 256, "n": 16, "epochs": 4, "downsample": {"m": 8}, "filter": {"k": 1}}
 
-# The job entry's line as Snakemake prints it: `python -m toolcall_repro.job SPEC > log 2>&1`.
+# The job entry's line as Snakemake prints it: `python -m toolcall_repro.job SPEC FILES > log 2>&1`.
 SPEC = {
-    "rule": "train_grpo",
     "stage": "train",
     "config": {"batch_size": 256, "n": 16, "epochs": 4, "downsample": {"m": 8}},
     "seeds": {"train": 0},
     "options": {"engine": "verl", "nodes": 2},
 }
-SHELL = f"python -m toolcall_repro.job {shlex.quote(json.dumps(SPEC))} > results/p/logs/t.log 2>&1"
+FILES = {"rule": "train_grpo", "input": {}, "output": {}, "files": {"input": [], "output": []}, "gpus": 0}
+SHELL = (
+    f"python -m toolcall_repro.job {shlex.quote(json.dumps(SPEC))} {shlex.quote(json.dumps(FILES))}"
+    " > results/p/logs/t.log 2>&1"
+)
 
 DRYRUN = f"""[Tue Dec  1 10:20:45 2026]
 rule train_grpo:

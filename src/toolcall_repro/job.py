@@ -1,8 +1,10 @@
-"""The one job entry of the workflow: `python -m toolcall_repro.job SPEC`.
+"""The one job entry of the workflow: `python -m toolcall_repro.job SPEC [FILES]`.
 
-Every rule's body is the same line, `python -m toolcall_repro.job {params.job:q} > {log} 2>&1`; its
-`params.job` (`job()` in workflow/rules/common.smk) is the job as JSON, built from the rule's own
-`input`, `output` and `resources`:
+Every rule's body is the same line, `python -m toolcall_repro.job {params.job:q} {params.files:q} >
+{log} 2>&1`. `params.job` (`job()` in workflow/rules/common.smk) says what runs: stage, config, seeds,
+options, a function of the wildcards alone, so Snakemake's params rerun trigger records it (a param
+that reads input or output is "derived" and not recorded). `params.files` (`FILES`) adds the rule's own
+`input`, `output` and `resources`. Together, one job as JSON:
 
     {"rule": "train_grpo",            # the folder of output.manifest: manifests/<rule>/<key>.json
      "stage": "train",                # which package function runs (STAGES below)
@@ -87,13 +89,19 @@ class Job:
     gpus: int = 0
 
     @classmethod
-    def from_json(cls, text: str) -> Job:
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise JobError(f"job spec is not JSON: {exc}") from None
-        if not isinstance(raw, dict):
-            raise JobError(f"job spec must be a JSON object, got {type(raw).__name__}")
+    def from_json(cls, text: str, files: str | None = None) -> Job:
+        """A job from its spec, and the rule's files when they come apart (the spec's keys win)."""
+        raw: dict = {}
+        for part in (files, text):
+            if part is None:
+                continue
+            try:
+                doc = json.loads(part)
+            except json.JSONDecodeError as exc:
+                raise JobError(f"job spec is not JSON: {exc}") from None
+            if not isinstance(doc, dict):
+                raise JobError(f"job spec must be a JSON object, got {type(doc).__name__}")
+            raw.update(doc)
         unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
         if unknown:
             raise JobError(f"job spec: unknown key(s) {unknown}; allowed: {sorted(cls.__dataclass_fields__)}")
@@ -196,11 +204,12 @@ def run(job: Job) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) != 1:
-        print("usage: python -m toolcall_repro.job SPEC_JSON (a rule's params.job)", file=sys.stderr)
+    if len(argv) not in (1, 2):
+        print("usage: python -m toolcall_repro.job SPEC_JSON [FILES_JSON] (a rule's params.job, params.files)",
+              file=sys.stderr)  # fmt: skip
         return 2
     try:
-        job = Job.from_json(argv[0])
+        job = Job.from_json(*argv)
     except JobError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -48,14 +48,19 @@ class Job:
 
     @property
     def spec(self) -> dict | None:
-        """The job spec of the command (`python -m toolcall_repro.job SPEC`), None for another command."""
+        """The job of the command (`python -m toolcall_repro.job SPEC [FILES]`, both merged, the spec's
+        keys first), None for another command."""
         try:
             argv = shlex.split(self.shell)
         except ValueError:
             return None
         for i, arg in enumerate(argv[:-1]):
             if arg == "toolcall_repro.job" and argv[i - 1 : i] == ["-m"]:
-                return json.loads(argv[i + 1])
+                parts = [a for a in argv[i + 1 : i + 3] if a.startswith("{")]
+                merged: dict = {}
+                for part in reversed(parts):
+                    merged.update(json.loads(part))
+                return merged
         return None
 
     @property

@@ -121,41 +121,51 @@ def _named(files):
 
 
 def job(stage, config=None, seeds=None, gpus=None, rule=None, **options):
-    """A rule's params.job: the job as JSON for `python -m toolcall_repro.job` (src/toolcall_repro/job.py).
+    """A rule's params.job: what the job runs, as JSON for `python -m toolcall_repro.job` (job.py).
 
-    config (the subtree the stage reads and the manifest records), seeds and every option are values or
-    functions of the wildcards. Paths come from the rule's own input and output; the rule's name from
-    output.manifest (manifests/<rule>/<key>.json), or `rule` for a job without a manifest; GPUs from
-    resources.gpu unless given.
+    config (the subtree the stage reads and the manifest records), seeds, every option and gpus are
+    values or functions of the wildcards, and of nothing else: Snakemake records a param for its rerun
+    trigger only when its function does not read input, output, threads or resources, so a changed knob
+    reruns the jobs that read it. The paths travel in params.files (rule_files). `rule` names a job that has
+    no manifest output; gpus overrides resources.gpu (multi-node training asks for gres instead).
     """
 
     def value(v, w):
         return v(w) if callable(v) else v
 
-    def spec(wildcards, input, output, resources):
-        return as_json(
-            {
-                "rule": rule or os.path.basename(os.path.dirname(output.manifest)),
-                "stage": stage,
-                "input": _named(input),
-                "output": _named(output),
-                "files": {"input": list(input), "output": list(output)},
-                "config": value(config, wildcards),
-                "seeds": value(seeds, wildcards) or {},
-                "options": {k: value(v, wildcards) for k, v in options.items()},
-                "gpus": int(
-                    value(gpus, wildcards)
-                    if gpus is not None
-                    else resources.get("gpu", 0) or 0
-                ),
-            }
-        )
+    def spec(wildcards):
+        out = {
+            "stage": stage,
+            "config": value(config, wildcards),
+            "seeds": value(seeds, wildcards) or {},
+            "options": {k: value(v, wildcards) for k, v in options.items()},
+        }
+        if gpus is not None:
+            out["gpus"] = int(value(gpus, wildcards))
+        if rule:
+            out["rule"] = rule
+        return as_json(out)
 
     return spec
 
 
+def rule_files(wildcards, input, output, resources):
+    """A rule's params.files: its own named input and output, every path (named or not), the GPUs it
+    holds (resources.gpu), and its name from output.manifest (manifests/<rule>/<key>.json).
+    """
+    out = {
+        "input": _named(input),
+        "output": _named(output),
+        "files": {"input": list(input), "output": list(output)},
+        "gpus": int(resources.get("gpu", 0) or 0),
+    }
+    if "manifest" in output.keys():
+        out["rule"] = os.path.basename(os.path.dirname(output.manifest))
+    return as_json(out)
+
+
 # Every rule's body: the job entry runs the stage and writes the manifest (src/toolcall_repro/job.py).
-JOB = "python -m toolcall_repro.job {params.job:q} > {log} 2>&1"
+JOB = "python -m toolcall_repro.job {params.job:q} {params.files:q} > {log} 2>&1"
 
 
 # --- data ----------------------------------------------------------------------------------------------

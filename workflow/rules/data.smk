@@ -20,6 +20,7 @@ rule synthesize_source:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "synthesize_source",
             config=lambda w: synthetic_config(w.source),
@@ -51,6 +52,7 @@ rule download_source:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "download_source",
             config=lambda w: subtree("data", "sources", w.source),
@@ -78,6 +80,7 @@ rule normalise_source:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "normalise_source",
             config=lambda w: {"source": w.source},
@@ -106,6 +109,7 @@ rule download_lm_eval_data:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "download_lm_eval_data",
             config=lambda w: {

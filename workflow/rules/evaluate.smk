@@ -34,6 +34,7 @@ rule score_bfcl:
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
+        files=rule_files,
         job=job(
             "bfcl",
             config=lambda w: {
@@ -70,6 +71,7 @@ rule score_heldout:
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
+        files=rule_files,
         job=job(
             "heldout",
             config=lambda w: {
@@ -102,6 +104,7 @@ rule summarise_bfcl:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "bfcl_summary",
             config={"seeds": subtree("evaluate", "seeds")},
@@ -127,6 +130,7 @@ rule summarise_bfcl_variance:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "bfcl_summary",
             config={"seeds": variance_seeds()},
@@ -156,6 +160,7 @@ rule download_acebench:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "acebench_download",
             config=lambda w: {
@@ -182,6 +187,7 @@ rule synthesize_acebench:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "acebench_synthesize",
             config=lambda w: {"synthetic": ACEBENCH.get("synthetic")},
@@ -208,6 +214,7 @@ rule score_acebench:
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
+        files=rule_files,
         job=job(
             "acebench",
             config=lambda w: {
@@ -238,6 +245,7 @@ rule summarise_acebench:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "acebench_summary",
             config={"seeds": subtree("evaluate", "seeds")},
@@ -265,6 +273,7 @@ rule check_general_capability:
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
+        files=rule_files,
         job=job(
             "general",
             config=lambda w: {

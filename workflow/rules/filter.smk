@@ -29,6 +29,7 @@ rule filter_single_turn:
     resources:
         **stage_resources("filter", gpu=0),
     params:
+        files=rule_files,
         job=job(
             "filter_single_turn",
             config={**subtree("filter", "single_turn"), **heldout_cfg()},
@@ -59,6 +60,7 @@ rule filter_multi_turn:
     resources:
         **stage_resources("filter", gpu=0),
     params:
+        files=rule_files,
         job=job(
             "filter_multi_turn",
             config={**subtree("filter", "multi_turn"), **heldout_cfg()},
@@ -89,6 +91,7 @@ rule subset_format_study:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "format_subsets",
             config=subtree("filter", "format_study"),
@@ -119,6 +122,7 @@ rule pool_tooln1:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "pool", config=heldout_cfg(), seeds={"filter": subtree("filter", "seed")}
         ),
@@ -158,6 +162,7 @@ rule report_filter:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job("filter_report", config=subtree("filter")),
     shell:
         JOB

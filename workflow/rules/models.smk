@@ -25,6 +25,7 @@ rule warmstart_base_model:
         # lambdas: evaluated only when the DAG needs the warm start (config/paper.yaml has no model.tiny).
         # Torch threads are config, not {threads}: --cores 1 would scale {threads} down and change the
         # float sums, hence the weights.
+        files=rule_files,
         job=job(
             "warm_start",
             config=lambda w: {
@@ -61,6 +62,7 @@ rule download_model:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "download_model",
             config=lambda w: {

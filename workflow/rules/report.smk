@@ -45,6 +45,7 @@ rule make_tables:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "tables",
             config={
@@ -88,6 +89,7 @@ rule make_figures:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "figures",
             config={"evaluate": subtree("evaluate"), "runs": training_runs()},
@@ -119,6 +121,7 @@ rule write_provenance:
         gpu=0,
     params:
         # the whole config: the record's own (no manifest: the record sums the manifests)
+        files=rule_files,
         job=job("record", config=config, rule="write_provenance", run_dir=RUN),
     shell:
         JOB
@@ -144,6 +147,7 @@ rule archive_results:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "archive",
             rule="archive_results",
@@ -152,4 +156,4 @@ rule archive_results:
         ),
     shell:
         # The size by part goes to the log and to the terminal.
-        "python -m toolcall_repro.job {params.job:q} 2>&1 | tee {log:q} >&2"
+        "python -m toolcall_repro.job {params.job:q} {params.files:q} 2>&1 | tee {log:q} >&2"

@@ -24,6 +24,7 @@ rule train_grpo:
     resources:
         **train_resources(),
     params:
+        files=rule_files,
         job=train_job({"train": subtree("train", "seed")}),
     shell:
         JOB
@@ -43,6 +44,7 @@ use rule train_grpo as train_grpo_seed with:
     benchmark:
         R("benchmarks", "train_grpo", "{dataset}-{variant}-seed{seed}.tsv")
     params:
+        files=rule_files,
         job=train_job(lambda w: {"train": int(w.seed)}),
 
 
@@ -74,6 +76,7 @@ rule report_efficiency:
     resources:
         gpu=0,
     params:
+        files=rule_files,
         job=job(
             "efficiency_report",
             config={

@@ -53,7 +53,8 @@ def train_commands(work: Path) -> dict[str, Job]:
         if "toolcall_repro.job" not in line:
             continue
         argv = shlex.split(line)
-        job = Job.from_json(argv[argv.index("toolcall_repro.job") + 1])
+        at = argv.index("toolcall_repro.job")
+        job = Job.from_json(argv[at + 1], argv[at + 2])  # params.job, params.files
         if job.stage != "train":
             continue
         out = os.path.dirname(job.out("summary"))
