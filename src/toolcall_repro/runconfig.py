@@ -318,6 +318,14 @@ def stage_problems(config: Mapping) -> list[str]:
             "evaluate.heldout needs filter.reserve_fraction > 0 (the reserve is its prompts); set it or "
             "remove evaluate.heldout"
         )
+    for setting in ("single_turn", "multi_turn"):
+        chain = config["filter"][setting]
+        for key, default in (("heldout_from", "survivors"), ("train_from", "all")):
+            if chain.get(key, default) == "reserve" and reserve == 0:
+                out.append(
+                    f"filter.{setting}.{key}: reserve needs filter.reserve_fraction > 0 (the reserve is "
+                    f"what the warm start never saw), got {reserve}"
+                )
     run = os.path.abspath(os.path.join("results", config["run_id"]))
     archives = os.path.abspath((config.get("archive") or {}).get("dir", os.path.join("results", "archives")))
     if os.path.commonpath([archives, run]) == run:

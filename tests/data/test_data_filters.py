@@ -258,3 +258,102 @@ def test_a_short_reserve_caps_the_heldout_split_and_says_so():
     assert step["note"].startswith(
         f"drawn from {len(reserved)} reserved survivors (reserve_fraction 0.1); 10 wanted"
     )
+
+
+def toolace_turns(conversations: int, calls: int) -> list[Sample]:
+    """ToolACE-style samples: one per call of a conversation, later ones holding earlier answers."""
+    out = []
+    for c in range(conversations):
+        history: list[dict] = []
+        for k in range(calls):
+            history = history + [{"role": "user", "content": f"conv {c} req {k}"}]
+            gt = [{"name": "a", "arguments": {"c": c, "k": k}}]
+            out.append(
+                Sample.build(
+                    id=f"toolace:{c}:{k}",
+                    source="toolace",
+                    setting="single_turn",
+                    tools=TOOLS,
+                    messages=history,
+                    ground_truth=gt,
+                )
+            )
+            history = history + [
+                {"role": "assistant", "content": "", "tool_calls": gt},
+                {"role": "tool", "content": "ok"},
+            ]
+    return out
+
+
+def test_reserve_heldout_is_drawn_before_the_rollouts_unfiltered():
+    pool = [sample(i) for i in range(80)]
+    # every sample both right: the mixed filter would drop them all, the held-out split keeps its size
+    script = {s.id: [right(s)] * 2 for s in pool}
+    backend = ScriptedBackend(script)
+    cfg = {"heldout_size": 10, "reserve_fraction": 0.3, "heldout_from": "reserve", "target_size": None}
+    train, heldout, report = filters.filter_single_turn(pool, cfg, 1, scorer(backend, 2))
+    reserved = {s.id for s in pool if is_reserved(s, 0.3, 1)}
+    assert len(heldout) == 10 and {s.id for s in heldout} <= reserved
+    assert train == []  # all-correct for the policy: nothing to train on
+    rolled = {p for c in backend.calls for p in c["prompts"]}
+    assert not rolled & {s.id for s in heldout}  # no rollouts spent on the held-out split
+    steps = [x["step"] for x in report["steps"]]
+    assert steps.index("heldout_split") < steps.index("rollouts_mixed")
+    note = next(x for x in report["steps"] if x["step"] == "heldout_split")["note"]
+    assert note == f"drawn from {len(reserved)} reserved samples before the rollouts (reserve_fraction 0.3)"
+    assert report["heldout"]["from"] == "reserve" and report["train"]["from"] == "all"
+
+
+def test_reserve_heldout_takes_its_conversations_out_of_training():
+    pool = toolace_turns(30, 3)
+    script = {s.id: [WRONG, right(s)] for s in pool}
+    cfg = {"heldout_size": 6, "reserve_fraction": 0.5, "heldout_from": "reserve", "target_size": None}
+    train, heldout, report = filters.filter_single_turn(pool, cfg, 0, scorer(ScriptedBackend(script), 2))
+    held = {s.id.rsplit(":", 1)[0] for s in heldout}
+    assert held and not held & {s.id.rsplit(":", 1)[0] for s in train}
+    step = next(x for x in report["steps"] if x["step"] == "heldout_conversations")
+    # every sample of a held-out conversation is either held out or dropped, and counted
+    siblings = [s for s in pool if s.id.rsplit(":", 1)[0] in held and s not in heldout]
+    assert step["dropped"] == {"shares_heldout_conversation": len(siblings)}
+    assert step["in"] - step["out"] == len(siblings)
+
+
+def test_train_from_reserve_trains_only_on_conversations_the_warm_start_never_saw():
+    pool = [sample(i, "multi_turn", turns=2) for i in range(60)]
+    script = {s.id: [right(s)] + [WRONG] * 7 for s in pool}
+    cfg = {
+        "min_turns": 2,
+        "max_turns": 6,
+        "min_correct": 1,
+        "heldout_size": 5,
+        "reserve_fraction": 0.4,
+        "heldout_from": "reserve",
+        "train_from": "reserve",
+        "target_size": None,
+    }
+    backend = ScriptedBackend(script)
+    train, heldout, report = filters.filter_multi_turn(pool, cfg, 3, scorer(backend, 8))
+    reserved = {s.id for s in pool if is_reserved(s, 0.4, 3)}
+    assert {s.id for s in train} == reserved - {s.id for s in heldout}
+    step = next(x for x in report["steps"] if x["step"] == "train_from_reserve")
+    assert step["dropped"] == {"seen_by_warm_start": 60 - len(reserved)}
+    assert {p for c in backend.calls for p in c["prompts"]} == {s.id for s in train}
+    assert report["train"]["from"] == "reserve"
+
+
+@pytest.mark.parametrize(
+    ("cfg", "match"),
+    [
+        (
+            {"heldout_from": "reserve", "reserve_fraction": 0.0},
+            "heldout_from: reserve needs reserve_fraction > 0",
+        ),
+        ({"train_from": "reserve"}, "train_from: reserve needs reserve_fraction > 0"),
+        ({"heldout_from": "mixed", "reserve_fraction": 0.3}, "heldout_from: 'mixed' is not one of"),
+    ],
+)
+def test_reserve_modes_refuse_what_they_cannot_do(cfg, match):
+    pool = [sample(i) for i in range(4)]
+    script = {s.id: [WRONG, right(s)] for s in pool}
+    with pytest.raises(ValueError, match=match):
+        filters.filter_single_turn(pool, {"heldout_size": 1, **cfg}, 0, scorer(ScriptedBackend(script), 2))

@@ -26,6 +26,11 @@ def test_shipped_configs_are_valid(path):
         ({"filter": {"reserve_fraction": 1.0}}, "reserve_fraction"),
         # a cross-key rule: the tiny model's warm start needs a reserve for honest held-out splits
         ({"filter": {"reserve_fraction": 0}}, "filter.reserve_fraction must be > 0 with model.base: tiny"),
+        ({"filter": {"multi_turn": {"heldout_from": "filtered"}}}, "heldout_from"),
+        (
+            {"filter": {"reserve_fraction": 0, "single_turn": {"train_from": "reserve"}}},
+            "filter.single_turn.train_from: reserve needs filter.reserve_fraction > 0",
+        ),
     ],
 )
 def test_bad_config_fails_before_any_job_naming_the_key(tmp_path, smk, make_config, overrides, named):

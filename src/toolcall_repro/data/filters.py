@@ -29,7 +29,16 @@ from dataclasses import dataclass, field
 
 from toolcall_repro.data.rollouts import rollout_summary
 from toolcall_repro.data.schema import Sample
-from toolcall_repro.data.split import partition
+from toolcall_repro.data.split import conversation_key, is_reserved, partition
+
+# Where a chain's held-out split and its training candidates come from (filter.<setting>.heldout_from /
+# train_from). survivors / all: the held-out split is carved from reserved survivors of the rollout filter
+# and GRPO trains on every other survivor, seen by the warm start or not. reserve: the held-out split is a
+# seeded draw of reserved samples *before* the rollouts (unfiltered: it measures the policy on the
+# distribution, not on what one policy found mixed), and / or GRPO's candidates are reserved conversations
+# only (prompts the warm start never saw, so what GRPO teaches has to generalise to show on held-out).
+HELDOUT_FROM = ("survivors", "reserve")
+TRAIN_FROM = ("all", "reserve")
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -179,13 +188,71 @@ def heldout_count(n: int, config: dict) -> int:
     return min(n, round(float(config.get("heldout_fraction", 0.0)) * n))
 
 
-def finish(chain: Chain, config: dict, seed: int, setting: str) -> tuple[list[Sample], list[Sample]]:
+def _reserve_fraction(config: dict, key: str) -> float:
+    fraction = float(config.get("reserve_fraction", 0.0))
+    if fraction <= 0:
+        raise ValueError(f"{key}: reserve needs reserve_fraction > 0, got {fraction}")
+    return fraction
+
+
+def _choice(config: dict, key: str, allowed: tuple[str, ...]) -> str:
+    value = config.get(key, allowed[0])
+    if value not in allowed:
+        raise ValueError(f"{key}: {value!r} is not one of {list(allowed)}")
+    return value
+
+
+def reserve_heldout(chain: Chain, config: dict, seed: int, setting: str) -> list[Sample]:
+    """``heldout_from: reserve``: the held-out split drawn from reserved samples before any rollout.
+
+    Its size is ``heldout_size`` (else ``heldout_fraction`` of the samples in the chain), capped by the
+    reserve (the note says when it falls short). Every other sample of a held-out conversation leaves the
+    chain too (``shares_heldout_conversation``): a ToolACE or LoopTool prefix of it holds a held-out
+    answer in its history, so training on it would leak that answer.
+    """
+    fraction = _reserve_fraction(config, "heldout_from")
+    count = heldout_count(len(chain.samples), config)
+    _, reserved = partition(chain.samples, fraction, seed)
+    note = f"drawn from {len(reserved)} reserved samples before the rollouts (reserve_fraction {fraction})"
+    if len(reserved) < count:
+        note += f"; {count} wanted"
+    heldout = choose(reserved, count, seed, f"heldout:{setting}")
+    chain.split("heldout_split", heldout, "heldout", note=note)
+    keys = {conversation_key(s) for s in heldout}
+    chain.apply(
+        "heldout_conversations",
+        lambda s: "shares_heldout_conversation" if conversation_key(s) in keys else None,
+    )
+    return heldout
+
+
+def _candidates(chain: Chain, config: dict, seed: int, setting: str) -> list[Sample] | None:
+    """The split steps before the rollouts: the reserve held-out split and the training side, if asked."""
+    heldout = None
+    if _choice(config, "heldout_from", HELDOUT_FROM) == "reserve":
+        heldout = reserve_heldout(chain, config, seed, setting)
+    if _choice(config, "train_from", TRAIN_FROM) == "reserve":
+        fraction = _reserve_fraction(config, "train_from")
+        chain.apply(
+            "train_from_reserve",
+            lambda s: None if is_reserved(s, fraction, seed) else "seen_by_warm_start",
+            note="GRPO candidates only from conversations the warm start never saw",
+        )
+    return heldout
+
+
+def finish(
+    chain: Chain, config: dict, seed: int, setting: str, heldout: list[Sample] | None = None
+) -> tuple[list[Sample], list[Sample]]:
     """Carve the held-out split from what survived the filters, then sample the rest to the target size.
 
     With ``reserve_fraction`` > 0 the held-out split is drawn only from reserved survivors
     (`data.split`: never seen by the tiny model's warm start); its size is still a fraction of all
     survivors, capped by how many reserved survivors there are (the note says when it falls short).
+    A ``heldout`` already carved before the rollouts (`reserve_heldout`) is kept as it is.
     """
+    if heldout is not None:
+        return _to_target(chain, config, seed, setting), heldout
     count = heldout_count(len(chain.samples), config)
     fraction = float(config.get("reserve_fraction", 0.0))
     if fraction > 0:
@@ -197,6 +264,10 @@ def finish(chain: Chain, config: dict, seed: int, setting: str) -> tuple[list[Sa
         candidates, note = chain.samples, "drawn from all survivors (no reserve)"
     heldout = choose(candidates, count, seed, f"heldout:{setting}")
     chain.split("heldout_split", heldout, "heldout", note=f"{note}; carved before target-size sampling")
+    return _to_target(chain, config, seed, setting), heldout
+
+
+def _to_target(chain: Chain, config: dict, seed: int, setting: str) -> list[Sample]:
     target = config.get("target_size")
     if target is not None and len(chain.samples) > int(target):
         keep = choose(chain.samples, int(target), seed, f"target:{setting}")
@@ -204,7 +275,7 @@ def finish(chain: Chain, config: dict, seed: int, setting: str) -> tuple[list[Sa
         chain.split("target_size", [s for s in chain.samples if s.id not in keep_ids], "over_target")
     else:
         chain.split("target_size", [], "over_target", note=f"target {target} not reached" if target else "")
-    return chain.samples, heldout
+    return chain.samples
 
 
 def source_counts(samples: Iterable[Sample]) -> dict[str, int]:
@@ -262,8 +333,9 @@ def filter_single_turn(
     if config.get("dedupe", True):
         chain.apply("dedupe", duplicate_rule())
     _length_step(chain, config, prompt_tokens)
+    heldout = _candidates(chain, config, seed, "single_turn")
     results = _rollout_step(chain, "rollouts_mixed", score, mixed_rollouts_rule)
-    train, heldout = finish(chain, config, seed, "single_turn")
+    train, heldout = finish(chain, config, seed, "single_turn", heldout)
     return train, heldout, _report("single_turn", samples, chain, results, train, heldout, config)
 
 
@@ -282,11 +354,12 @@ def filter_multi_turn(
     if config.get("drop_parallel", True):
         chain.apply("single_call_answer", single_call_rule)
     _length_step(chain, config, prompt_tokens)
+    heldout = _candidates(chain, config, seed, "multi_turn")
     min_correct = int(config.get("min_correct", 1))
     results = _rollout_step(
         chain, "rollouts_min_correct", score, lambda sc: min_correct_rule(sc, min_correct)
     )
-    train, heldout = finish(chain, config, seed, "multi_turn")
+    train, heldout = finish(chain, config, seed, "multi_turn", heldout)
     report = _report("multi_turn", samples, chain, results, train, heldout, config)
     report["turn_counting"] = {"definition": definition, "range": [lo, hi], "definitions": turns}
     return train, heldout, report
@@ -306,6 +379,7 @@ def _report(setting, samples, chain, results, train, heldout, config) -> dict:
         "heldout": {
             "size": len(heldout),
             "reserve_fraction": float(config.get("reserve_fraction", 0.0)),
+            "from": config.get("heldout_from", HELDOUT_FROM[0]),
             "sources": source_counts(heldout),
             "ids_sha256": ids_digest(heldout),
         },
@@ -313,6 +387,7 @@ def _report(setting, samples, chain, results, train, heldout, config) -> dict:
             "size": len(train),
             "target": config.get("target_size"),
             "reached": config.get("target_size") is None or len(train) == int(config["target_size"]),
+            "from": config.get("train_from", TRAIN_FROM[0]),
             "sources": source_counts(train),
             "ground_truth_calls": _calls_histogram(train),
             "ids_sha256": ids_digest(train),
