@@ -320,8 +320,8 @@ def stage_problems(config: Mapping) -> list[str]:
         )
     for setting in ("single_turn", "multi_turn"):
         chain = config["filter"][setting]
-        for key, default in (("heldout_from", "survivors"), ("train_from", "all")):
-            if chain.get(key, default) == "reserve" and reserve == 0:
+        for key in ("heldout_from", "train_from"):  # defaults (data.filters) never need the reserve
+            if chain.get(key) == "reserve" and reserve == 0:
                 out.append(
                     f"filter.{setting}.{key}: reserve needs filter.reserve_fraction > 0 (the reserve is "
                     f"what the warm start never saw), got {reserve}"
