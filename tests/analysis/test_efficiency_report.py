@@ -12,7 +12,7 @@ from toolcall_repro.rl import StreakFilter, step_metrics
 OUTCOMES = [[0, 0, 0, 1], [1, 0, 0, 1], [1, 1, 0, 1], [1, 1, 0, 1]]  # held-out accuracy .25 .5 .75 .75
 
 
-def _run(variant, seed, step_s, update_s, time_scale, kept_rows=8):
+def _run(variant, seed, step_s, update_s, time_scale, kept_rows=8, n=8):
     lines = []
     for step in range(4):
         lines.append(
@@ -26,7 +26,7 @@ def _run(variant, seed, step_s, update_s, time_scale, kept_rows=8):
                     gen_tokens=10,
                     update_tokens=10,
                     total_num_tokens=20,
-                    gen_rows=32,
+                    gen_rows=4 * n,
                     update_rows=kept_rows * 4,
                     timings={
                         "gen": step_s - update_s,
@@ -49,7 +49,7 @@ def _run(variant, seed, step_s, update_s, time_scale, kept_rows=8):
             "time/cumulative_device_s": [t * 3600 * time_scale for t in (0, 1, 2, 3)],
         }
     )
-    return TrainingRun("multi_turn", variant, seed, {"n": 8}, pd.DataFrame(lines), curve, {})
+    return TrainingRun("multi_turn", variant, seed, {"n": n}, pd.DataFrame(lines), curve, {})
 
 
 def test_efficiency_table_hand_case():
@@ -84,3 +84,30 @@ def test_a_candidate_below_vanilla_peak_is_not_reached_and_not_non_inferior():
     e = eff_table.frame.set_index("variant").loc["efficient"]
     assert e["not_reached_seeds"] == "0" and not e["non_inferior"]
     assert "not reached" in eff_table.display.set_index("variant").loc["efficient", "time to vanilla's peak"]
+
+
+def test_predicted_ratio_hand_cases():
+    assert predicted_ratio(0.0, 0.75, 1.0) == pytest.approx(1.0)
+    assert predicted_ratio(0.5, 0.0, 1.0) == pytest.approx(2.0)  # half the prompts, generation only
+    # twice the rollouts (n 16 against 8), nothing filtered or dropped: twice the cost, ratio 1/2
+    assert predicted_ratio(0.0, 0.8, 1.0, n_ratio=2.0) == pytest.approx(0.5)
+    # n 16, m 8 (kept 1/2), 10% filtered, u 0.8: 1 / (2 (0.9 * 0.2 + 0.9 * 0.8 * 0.5)) = 1 / 1.08
+    assert predicted_ratio(0.1, 0.8, 0.5, n_ratio=2.0) == pytest.approx(1 / 1.08)
+    assert predicted_ratio(0.1, 0.8, 0.5, n_ratio=float("nan")) != predicted_ratio(0.1, 0.8, 0.5)
+    assert all(
+        predicted_ratio(*bad) != predicted_ratio(*bad)  # nan
+        for bad in [(1.0, 0.5, 0.5), (0.0, 1.5, 0.5), (0.0, 0.5, 0.0), (0.0, 0.5, 0.5, 0.0)]
+    )
+
+
+def test_predicted_ratio_in_the_table_accounts_for_a_change_of_n():
+    """A variant at n = 16 keeping all its rollouts costs twice vanilla's n = 8 step: predicted 1/2,
+    not the 1.0 that a kept fraction relative to its own n alone would give."""
+    runs = [
+        *(_run("vanilla", s, 4.0, 3.0, 1.0) for s in (0, 1)),
+        *(_run("vanilla_n16", s, 8.0, 6.0, 2.0, kept_rows=16, n=16) for s in (0, 1)),
+    ]
+    t = efficiency_tables(runs, margin=0.05, n_bootstrap=50)[0].frame.set_index("variant")
+    row = t.loc["vanilla_n16"]
+    assert row["kept_fraction"] == pytest.approx(1.0) and row["filter_rate"] == 0.0
+    assert row["predicted"] == pytest.approx(0.5) and row["cost_ratio"] == pytest.approx(0.5)

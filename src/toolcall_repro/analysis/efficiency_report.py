@@ -38,12 +38,22 @@ def outcome_curve(run: TrainingRun, time_key: str = DEVICE_TIME) -> OutcomeCurve
     return OutcomeCurve(tuple(c[time_key] / 3600.0), np.array([list(o) for o in c[OUTCOMES]], dtype=float))
 
 
-def predicted_ratio(f: float, u: float, kept: float) -> float:
-    """1 / ((1-f)(1-u) + (1-f) u kept): the step-time ratio if generation scaled with prompts kept and
-    the update with rows kept (an estimate, not a bound)."""
-    if not (0 <= f < 1 and 0 <= u <= 1 and 0 < kept <= 1):
+def predicted_ratio(f: float, u: float, kept: float, n_ratio: float = 1.0) -> float:
+    """1 / (r ((1-f)(1-u) + (1-f) u kept)): the step-time ratio if generation scaled with prompts kept
+    and rollouts per prompt, and the update with rows kept (an estimate, not a bound). `kept` is the
+    variant's kept fraction of its own n rollouts, and r = the variant's n / vanilla's n: n = 16 with
+    m = 8 generates twice vanilla's n = 8 rollouts and back-propagates as many."""
+    if not (0 <= f < 1 and 0 <= u <= 1 and 0 < kept <= 1 and n_ratio > 0):
         return math.nan
-    return 1.0 / ((1 - f) * (1 - u) + (1 - f) * u * kept)
+    return 1.0 / (n_ratio * ((1 - f) * (1 - u) + (1 - f) * u * kept))
+
+
+def _n_ratio(variant: Sequence[TrainingRun], baseline: Sequence[TrainingRun]) -> float:
+    """The variant's rollouts per prompt over vanilla's (nan when a run does not record its n)."""
+    ns = [{r.config.get("n") for r in runs} for runs in (variant, baseline)]
+    if any(len(n) != 1 or None in n for n in ns):
+        return math.nan
+    return float(ns[0].pop()) / float(ns[1].pop())
 
 
 def _seed_mean(curves: Mapping[int, OutcomeCurve], row: int) -> np.ndarray:
@@ -84,7 +94,8 @@ def efficiency_tables(
             f"non-inferior: paired 95% interval of final accuracy (variant - vanilla) has its low end above"
             f" -{margin}",
             "cost ratio = vanilla step seconds / variant step seconds per seed pair (mean [min, max]);"
-            " predicted = 1/((1-f)(1-u)+(1-f)u kept) from measured f, vanilla's u, the variant's kept fraction",
+            " predicted = 1/(r((1-f)(1-u)+(1-f)u kept)) from measured f, vanilla's u, the variant's kept fraction"
+            " of its n, and r = its n / vanilla's n",
         ],
     )
     for setting, variants in sorted(by_setting_variant(runs).items()):
@@ -171,7 +182,12 @@ def efficiency_tables(
                     cost_ratio=float(np.mean(costs)),
                     cost_ratio_min=min(costs),
                     cost_ratio_max=max(costs),
-                    predicted=predicted_ratio(row["filter_rate"], base_u, row["kept_fraction"]),
+                    predicted=predicted_ratio(
+                        row["filter_rate"],
+                        base_u,
+                        row["kept_fraction"],
+                        _n_ratio(list(seeds.values()), list(base.values())),
+                    ),
                 )
             else:
                 notes.append(f"{setting}/{variant}: no seed paired with {baseline}")
