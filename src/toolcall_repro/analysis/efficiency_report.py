@@ -25,7 +25,7 @@ from toolcall_repro.analysis.loaders import TrainingRun
 from toolcall_repro.analysis.speedup import OutcomeCurve, peak_speedup
 from toolcall_repro.analysis.stats import non_inferiority, paired_bootstrap, wilson_interval
 from toolcall_repro.analysis.tabular import Table
-from toolcall_repro.rl.metrics import epoch_report
+from toolcall_repro.rl.metrics import epoch_report, predicted_step_ratio
 
 OUTCOMES = "heldout_outcomes"
 
@@ -39,13 +39,12 @@ def outcome_curve(run: TrainingRun, time_key: str = DEVICE_TIME) -> OutcomeCurve
 
 
 def predicted_ratio(f: float, u: float, kept: float, n_ratio: float = 1.0) -> float:
-    """1 / (r ((1-f)(1-u) + (1-f) u kept)): the step-time ratio if generation scaled with prompts kept
-    and rollouts per prompt, and the update with rows kept (an estimate, not a bound). `kept` is the
-    variant's kept fraction of its own n rollouts, and r = the variant's n / vanilla's n: n = 16 with
-    m = 8 generates twice vanilla's n = 8 rollouts and back-propagates as many."""
-    if not (0 <= f < 1 and 0 <= u <= 1 and 0 < kept <= 1 and n_ratio > 0):
+    """`rl.predicted_step_ratio` for a table cell: nan where measured inputs are out of its range (or
+    nan themselves: a run that does not record its n)."""
+    try:
+        return predicted_step_ratio(f, u, kept, n_ratio)
+    except ValueError:
         return math.nan
-    return 1.0 / (n_ratio * ((1 - f) * (1 - u) + (1 - f) * u * kept))
 
 
 def _n_ratio(variant: Sequence[TrainingRun], baseline: Sequence[TrainingRun]) -> float:

@@ -22,6 +22,7 @@ from toolcall_repro.rl.metrics import (
     TRANSITION_KEYS,
     full_set_reward,
     predicted_speedup,
+    predicted_step_ratio,
     step_metrics,
     without_timings,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "random_subset",
     "select_subset",
     "predicted_speedup",
+    "predicted_step_ratio",
     "step_metrics",
     "without_timings",
 ]

@@ -151,12 +151,21 @@ def predicted_speedup(filter_rate: float, update_share: float, m: int, n: int) -
     update time with the rows kept; a run can beat it (skipped prompts longer than average, fewer
     optimizer calls, machine load) or miss it (fixed per-step costs).
     """
-    if not (0.0 <= filter_rate < 1.0 and 0.0 <= update_share <= 1.0):
-        raise ValueError(f"need 0 <= f < 1 and 0 <= u <= 1, got f={filter_rate}, u={update_share}")
     if not 1 <= m <= n:
         raise ValueError(f"need 1 <= m <= n, got m={m}, n={n}")
+    return predicted_step_ratio(filter_rate, update_share, m / n)
+
+
+def predicted_step_ratio(filter_rate: float, update_share: float, kept: float, n_ratio: float = 1.0) -> float:
+    """1 / (r ((1-f)(1-u) + (1-f) u kept)): `predicted_speedup` with the kept fraction as measured and
+    r = the variant's n / the baseline's n (n = 16 with m = 8 generates twice n = 8's rollouts and
+    back-propagates as many)."""
+    if not (0.0 <= filter_rate < 1.0 and 0.0 <= update_share <= 1.0):
+        raise ValueError(f"need 0 <= f < 1 and 0 <= u <= 1, got f={filter_rate}, u={update_share}")
+    if not (0.0 < kept <= 1.0 and n_ratio > 0):
+        raise ValueError(f"need 0 < kept <= 1 and n ratio > 0, got kept={kept}, n ratio={n_ratio}")
     keep = 1.0 - filter_rate
-    return 1.0 / (keep * (1.0 - update_share) + keep * update_share * m / n)
+    return 1.0 / (n_ratio * (keep * (1.0 - update_share) + keep * update_share * kept))
 
 
 def epoch_report(lines: Sequence[Mapping]) -> list[dict]:
