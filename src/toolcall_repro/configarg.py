@@ -16,7 +16,9 @@ def load_config_arg(value: str) -> dict:
     path = Path(value)
     if not path.is_file():
         raise FileNotFoundError(f"--config is neither inline JSON nor an existing file: {value!r}")
-    loaded = yaml.safe_load(path.read_text())
+    # A .json file is read as JSON: YAML 1.1 (PyYAML) reads JSON's 1e-05 as the string "1e-05".
+    body = path.read_text()
+    loaded = json.loads(body) if path.suffix.lower() == ".json" else yaml.safe_load(body)
     if not isinstance(loaded, dict):
         raise ValueError(f"--config file {value} does not hold a mapping")
     return loaded
