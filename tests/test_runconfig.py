@@ -191,3 +191,20 @@ def test_a_schema_failure_is_one_line_with_key_value_and_allowed(change, expecte
 def test_a_valid_config_has_no_schema_problem():
     for path in ("config/config.yaml", "config/paper.yaml", ".test/config.yaml"):
         assert rc.schema_problem(load(path), SCHEMA) is None, path
+
+
+def test_heldout_samples_is_a_local_key_with_a_floor_of_zero():
+    from toolcall_repro.runconfig import parse_run, run_problems
+
+    base = {
+        "lr": 1e-4, "batch_size": 8, "n": 8, "temperature": 0.7, "top_p": 1.0, "max_prompt_tokens": 2048,
+        "max_new_tokens": 48, "epochs": 1, "clip_low": 0.2, "clip_high": 0.28, "loss_agg": "token-mean",
+        "checkpoint_every": 4, "heldout_size": 8, "filter": None, "downsample": None,
+    }  # fmt: skip
+    assert parse_run(base).heldout_samples == 0
+    assert parse_run({**base, "heldout_samples": 8}).heldout_samples == 8
+    assert run_problems({**base, "heldout_samples": -1}) == [
+        "heldout_samples must be an int >= 0 (0: greedy only), got -1"
+    ]
+    # verl evaluates through BFCL, not the trainer's held-out loop: the key is unknown there
+    assert "unknown keys ['heldout_samples']" in run_problems({**base, "heldout_samples": 8}, "verl")[0]

@@ -67,7 +67,8 @@ OPTIONAL = (
     "share_prefix",
 )
 PASSTHROUGH = ("model",)  # the setting's hub model at paper scale: read by the workflow, not the engine
-ENGINE_KEYS = {"local": (), "verl": ("max_response_tokens",)}  # read by one engine only (hydra.py)
+# read by one engine only: verl's hydra.py, the local engine's held-out evaluation (grpo.py)
+ENGINE_KEYS = {"local": ("heldout_samples",), "verl": ("max_response_tokens",)}
 
 
 class ConfigError(ValueError):
@@ -122,6 +123,9 @@ class RunConfig:
     keep_checkpoints: int = 2
     eval_batch_size: int = 20
     share_prefix: bool = True
+    # sampled responses per held-out prompt at each checkpoint, at the training temperature and top_p
+    # (0: greedy only); the evaluation protocols sample too, which is why BFCL scores have seeds
+    heldout_samples: int = 0
     extra: dict = field(default_factory=dict)  # PASSTHROUGH keys (e.g. `model` at paper scale)
 
     def to_dict(self) -> dict:
@@ -209,6 +213,8 @@ def run_problems(raw: Mapping, engine: str = "local", where: Mapping[str, str] |
     for key in ("micro_batch_size", "ppo_mini_batches", "keep_checkpoints", "eval_batch_size"):
         if raw.get(key) is not None and (not _int(raw[key]) or raw[key] < 1):
             out.append(must(at(key), "an int >= 1", raw[key]))
+    if raw.get("heldout_samples") is not None and (not _int(raw["heldout_samples"]) or raw["heldout_samples"] < 0):
+        out.append(must(at("heldout_samples"), "an int >= 0 (0: greedy only)", raw["heldout_samples"]))
     return out
 
 
@@ -236,6 +242,7 @@ def parse_run(raw: Mapping, engine: str = "local") -> RunConfig:
         downsample=DownsampleConfig(**down) if down is not None else None,
         extra={k: raw[k] for k in PASSTHROUGH if k in raw},
         **{k: raw[k] for k in OPTIONAL if raw.get(k) is not None},  # null: the default
+        **({"heldout_samples": raw["heldout_samples"]} if raw.get("heldout_samples") is not None else {}),
     )
 
 

@@ -111,3 +111,27 @@ def test_predicted_ratio_in_the_table_accounts_for_a_change_of_n():
     row = t.loc["vanilla_n16"]
     assert row["kept_fraction"] == pytest.approx(1.0) and row["filter_rate"] == 0.0
     assert row["predicted"] == pytest.approx(0.5) and row["cost_ratio"] == pytest.approx(0.5)
+
+
+def test_sampled_metric_has_its_own_table_on_fractional_outcomes():
+    """Sampled outcomes are fractions correct per prompt: the same estimators, on expected reward."""
+    from toolcall_repro.analysis.efficiency_report import metrics_recorded
+
+    sampled = [[0.0, 0.25, 0.0, 0.5], [0.25, 0.5, 0.0, 0.5], [0.5, 0.75, 0.25, 1.0], [0.5, 0.75, 0.25, 1.0]]
+    runs = [_run("vanilla", s, 4.0, 3.0, 1.0) for s in (0, 1)]
+    runs += [_run("efficient", s, 2.0, 1.0, 0.5, kept_rows=4) for s in (0, 1)]
+    assert metrics_recorded(runs) == ["greedy"]  # no run sampled: no sampled table
+    for r in runs:
+        r.curve["heldout_sampled_outcomes"] = sampled
+    assert metrics_recorded(runs) == ["greedy", "sampled"]
+    table = efficiency_tables(runs, margin=0.05, n_bootstrap=200, metric="sampled")[0]
+    assert table.name == "efficiency_sampled" and "held-out metric: sampled" in table.notes[0]
+    t = table.frame.set_index("variant")
+    v = t.loc["vanilla vs vanilla (seed s vs s+1)"]
+    # mean .1875 -> .625: gain .4375; every prompt gains (.5, .5, .25, .5), so the interval is above 0
+    assert v["initial_acc"] == pytest.approx(0.1875) and v["final_acc"] == pytest.approx(0.625)
+    assert v["gain"] == pytest.approx(0.4375) and v["gain_low"] >= 0.25
+    # vanilla peaks at .625 at 2 h, efficient (same outcomes, half the time) at 1 h
+    assert t.loc["efficient", "speedup"] == pytest.approx(2.0)
+    greedy = efficiency_tables(runs, margin=0.05, n_bootstrap=200)[0]
+    assert greedy.name == "efficiency" and greedy.frame.set_index("variant").loc["efficient", "final_acc"] == 0.75

@@ -28,14 +28,26 @@ from toolcall_repro.analysis.tabular import Table
 from toolcall_repro.rl.metrics import epoch_report, predicted_step_ratio
 
 OUTCOMES = "heldout_outcomes"
+# Held-out metrics a run can record per prompt (curve.jsonl): greedy (each outcome 0 or 1), and sampled
+# (train.settings.<s>.heldout_samples responses at the training temperature: each outcome the fraction
+# correct, i.e. the policy's expected reward on that prompt). The report gives each its own table.
+METRICS = {"greedy": OUTCOMES, "sampled": "heldout_sampled_outcomes"}
+TABLE_NAMES = {"greedy": "efficiency", "sampled": "efficiency_sampled"}
 
 
-def outcome_curve(run: TrainingRun, time_key: str = DEVICE_TIME) -> OutcomeCurve | None:
-    """Per-prompt outcomes at each checkpoint against cumulative hours; None when the run lacks them."""
-    if OUTCOMES not in run.curve.columns or run.curve[OUTCOMES].isna().any():
+def outcome_curve(run: TrainingRun, time_key: str = DEVICE_TIME, metric: str = "greedy") -> OutcomeCurve | None:
+    """Per-prompt outcomes of `metric` at each checkpoint against cumulative hours; None when the run
+    lacks them."""
+    key = METRICS[metric]
+    if key not in run.curve.columns or run.curve[key].isna().any():
         return None
     c = run.curve.sort_values(time_key)
-    return OutcomeCurve(tuple(c[time_key] / 3600.0), np.array([list(o) for o in c[OUTCOMES]], dtype=float))
+    return OutcomeCurve(tuple(c[time_key] / 3600.0), np.array([list(o) for o in c[key]], dtype=float))
+
+
+def metrics_recorded(runs: Sequence[TrainingRun]) -> list[str]:
+    """The held-out metrics with per-prompt outcomes in at least one run (greedy always listed first)."""
+    return [m for m in METRICS if m == "greedy" or any(outcome_curve(r, metric=m) is not None for r in runs)]
 
 
 def predicted_ratio(f: float, u: float, kept: float, n_ratio: float = 1.0) -> float:
@@ -83,10 +95,19 @@ def efficiency_tables(
     baseline: str = "vanilla",
     n_bootstrap: int = 2000,
     seed: int = 0,
+    metric: str = "greedy",
 ) -> list[Table]:
+    """The efficiency table on held-out `metric` (greedy or sampled), then the per-epoch table."""
     rows, notes = (
         [],
         [
+            f"held-out metric: {metric}"
+            + (
+                " (one greedy response a prompt, outcome 0 or 1)"
+                if metric == "greedy"
+                else " (heldout_samples responses a prompt at the training temperature, outcome the fraction"
+                " correct; the same draws at every checkpoint and in every run)"
+            ),
             "speedup = time for vanilla to reach its peak held-out accuracy / time for the variant to reach"
             " it (PODS), pooled over paired seeds, cumulative CPU time; [95% bootstrap over prompts and seed"
             " pairs; a resample where the variant misses counts 0]; 'not reached' when it never gets there",
@@ -99,7 +120,7 @@ def efficiency_tables(
     )
     for setting, variants in sorted(by_setting_variant(runs).items()):
         base = variants.get(baseline, {})
-        base_curves = {s: outcome_curve(r) for s, r in base.items()}
+        base_curves = {s: outcome_curve(r, metric=metric) for s, r in base.items()}
         if not base or any(c is None for c in base_curves.values()):
             notes.append(f"{setting}: no vanilla runs with per-prompt outcomes: no intervals")
             continue
@@ -108,7 +129,7 @@ def efficiency_tables(
             _seed_mean(base_curves, 0), _seed_mean(base_curves, -1), n_bootstrap=n_bootstrap, seed=seed
         )
         for variant, seeds in sorted(variants.items(), key=lambda kv: (kv[0] != baseline, kv[0])):
-            curves = {s: outcome_curve(r) for s, r in seeds.items()}
+            curves = {s: outcome_curve(r, metric=metric) for s, r in seeds.items()}
             if any(c is None for c in curves.values()):
                 notes.append(f"{setting}/{variant}: no per-prompt outcomes")
                 continue
@@ -194,8 +215,9 @@ def efficiency_tables(
     frame = pd.DataFrame(rows)
     return [
         Table(
-            "efficiency",
-            "Efficiency experiment: time to vanilla's peak, non-inferiority, cost, regime",
+            TABLE_NAMES[metric],
+            f"Efficiency experiment ({metric} held-out accuracy): time to vanilla's peak, non-inferiority,"
+            " cost, regime",
             frame,
             _display(frame),
             notes,
@@ -311,7 +333,8 @@ def learning_curves(runs: Sequence[TrainingRun]) -> list:
     from toolcall_repro.analysis.figures import _empty, _finish, _new, _run_sources
 
     caption = (
-        "Held-out accuracy (greedy) per variant: seed mean, band = min-max over seeds; left against the"
+        "Held-out accuracy per variant: greedy (solid) and, where recorded, sampled at the training"
+        " temperature (dashed, same colour); seed mean, band = min-max over seeds; left against the"
         " epoch of the checkpoint, right against cumulative CPU hours (checkpoints of different seeds are"
         " averaged at the same checkpoint index, their times too)."
     )
@@ -328,10 +351,18 @@ def learning_curves(runs: Sequence[TrainingRun]) -> list:
                 [(c["step"] / max(1, c["step"].max()) * c["epoch"].max()).to_numpy()[:k] for c in curves]
             )
             hours = np.array([(c[DEVICE_TIME] / 3600.0).to_numpy()[:k] for c in curves])
+            sampled_key = "heldout_sampled_accuracy"
+            sampled = (
+                np.array([c[sampled_key].to_numpy(float)[:k] for c in curves])
+                if all(sampled_key in c and c[sampled_key].notna().all() for c in curves)
+                else None
+            )
             for col, x in ((0, epoch.mean(axis=0)), (1, hours.mean(axis=0))):
                 ax = axes[row, col]
                 (line,) = ax.plot(x, acc.mean(axis=0), marker=".", label=f"{variant} ({len(curves)} seeds)")
                 ax.fill_between(x, acc.min(axis=0), acc.max(axis=0), alpha=0.15, color=line.get_color())
+                if sampled is not None:
+                    ax.plot(x, sampled.mean(axis=0), linestyle="--", marker=".", color=line.get_color())
                 ax.set_title(setting)
                 ax.set_xlabel("epoch" if col == 0 else "CPU hours")
                 ax.set_ylabel("held-out accuracy")
@@ -349,12 +380,16 @@ def write_report(run_dir, out_dir, cfg: Mapping, inputs=None) -> list:
 
     res = report.RunResults(run_dir, inputs)
     eff = dict(cfg.get("efficiency") or {})
-    tables = efficiency_tables(res.runs, margin=float(eff.get("margin", 0.05)))
+    margin = float(eff.get("margin", 0.05))
+    tables = []
+    for metric in metrics_recorded(res.runs):
+        tables += efficiency_tables(res.runs, margin=margin, metric=metric)[:1]
+    tables.append(epochs_table(res.runs))
     out = Path(out_dir)
     written = report.write_tables(tables, out / "tables")
     written += report.write_figures(learning_curves(res.runs), out / "figures")
     lines = ["# Efficiency experiment", ""]
-    lines += [t.markdown() for t in tables[:1]]
+    lines += [t.markdown() for t in tables[:-1]]
     lines += ["", "Per-epoch table: [tables/md/efficiency_epochs.md](tables/md/efficiency_epochs.md)"]
     lines += ["Figures: [figures/index.md](figures/index.md)", ""]
     atomic_write_text(out / "index.md", "\n".join(lines))

@@ -198,3 +198,55 @@ def test_overlong_prompts_are_dropped_and_counted(sample_files, base_model, tmp_
         run(
             args_for(sample_files, base_model, tmp_path, make_config(max_prompt_tokens=5)), log=lambda m: None
         )
+
+
+def _heldout_records(files, base, setting="single_turn"):
+    model, tok = load_policy(str(base))
+    records, _ = build_prompts(load_samples([files[f"heldout_{setting}"]]), tok, 2048)
+    return model, tok, records
+
+
+def test_sampled_heldout_scores_are_fractions_of_the_samples_and_repeat_exactly(
+    sample_files, base_model, make_config
+):
+    from toolcall_repro.engines.local.grpo import heldout_sampled_scores
+    from toolcall_repro.rewards import reward_for_setting
+
+    model, tok, records = _heldout_records(sample_files, base_model)
+    reward = reward_for_setting("single_turn")
+    cfg = parse_config(make_config(heldout_samples=4))
+    first = heldout_sampled_scores(model, tok, records, reward, cfg)
+    assert len(first) == len(records) == 6
+    assert all(s * 4 == int(s * 4) and 0 <= s <= 1 for s in first)
+    # common random numbers: the draw for a prompt depends on its position only, so the same weights
+    # give the same scores, and a prefix of the held-out set scores as it does inside the whole set
+    assert heldout_sampled_scores(model, tok, records, reward, cfg) == first
+    assert heldout_sampled_scores(model, tok, records[:3], reward, cfg) == first[:3]
+    assert heldout_sampled_scores(model, tok, records, reward, parse_config(make_config())) is None
+
+
+def test_sampled_heldout_scores_count_the_reward_of_every_sample(sample_files, base_model, make_config):
+    from toolcall_repro.engines.local.grpo import heldout_sampled_scores
+
+    model, tok, records = _heldout_records(sample_files, base_model)
+    seen = []
+
+    def reward(text, truth):
+        seen.append(text)
+        return Reward(score=float(len(seen) % 2), reason="correct" if len(seen) % 2 else "wrong_args")
+
+    scores = heldout_sampled_scores(model, tok, records, reward, parse_config(make_config(heldout_samples=4)))
+    assert len(seen) == 4 * len(records)
+    assert scores == [0.5] * len(records)  # two of each prompt's four samples score 1
+
+
+def test_curve_and_summary_carry_sampled_heldout_outcomes(sample_files, base_model, tmp_path, make_config):
+    cfg = make_config(heldout_samples=2, epochs=1)
+    summary = run(args_for(sample_files, base_model, tmp_path, cfg), log=lambda m: None)
+    curve = read_jsonl(tmp_path / "curve.jsonl")
+    for c in curve:
+        assert len(c["heldout_sampled_outcomes"]) == len(c["heldout_outcomes"]) == 4
+        assert c["heldout_sampled_accuracy"] == pytest.approx(sum(c["heldout_sampled_outcomes"]) / 4)
+    assert summary["heldout_sampled_accuracy"]["samples"] == 2
+    assert summary["heldout_sampled_accuracy"]["initial"] == curve[0]["heldout_sampled_accuracy"]
+    assert summary["heldout_sampled_accuracy"]["final"] == curve[-1]["heldout_sampled_accuracy"]

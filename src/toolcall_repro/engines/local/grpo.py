@@ -100,6 +100,38 @@ def heldout_scores(
     return scores
 
 
+# Held-out sampling draws from a generator seeded by the prompt's position alone: every checkpoint and
+# every run (vanilla, efficient, any training seed) sees the same random numbers for the same prompt,
+# so a change in a prompt's sampled score is the policy's, not the draw's (common random numbers).
+HELDOUT_SAMPLE_SALT = 20260
+
+
+def heldout_sampled_scores(
+    model, tokenizer, records: list[PromptRecord], reward_fn, cfg: GRPOConfig
+) -> list[float] | None:
+    """Mean reward of `cfg.heldout_samples` responses per held-out prompt, sampled at the training
+    temperature and top_p, in order; None without prompts or with heldout_samples 0."""
+    if not records or cfg.heldout_samples < 1:
+        return None
+    scores = []
+    for i, r in enumerate(records):
+        generator = torch.Generator().manual_seed(_seed_for(HELDOUT_SAMPLE_SALT, i))
+        (group,) = sample_groups(
+            model,
+            [r.prompt_ids],
+            cfg.heldout_samples,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            max_new_tokens=cfg.max_new_tokens,
+            eos_id=tokenizer.eos_token_id,
+            pad_id=tokenizer.pad_token_id,
+            generator=generator,
+        )
+        rewards = [float(reward_fn(_decode(tokenizer, ro.response_ids), r.ground_truth).score) for ro in group]
+        scores.append(float(np.mean(rewards)))
+    return scores
+
+
 def heldout_accuracy(
     model, tokenizer, records: list[PromptRecord], reward_fn, cfg: GRPOConfig
 ) -> float | None:
@@ -224,6 +256,7 @@ class GRPOTrainer:
         st = self.state
         t0 = time.perf_counter()
         scores = heldout_scores(self.model, self.tokenizer, self.heldout, self.reward_fn, self.cfg)
+        sampled = heldout_sampled_scores(self.model, self.tokenizer, self.heldout, self.reward_fn, self.cfg)
         st.eval_s += time.perf_counter() - t0
         st.curve.append(
             {
@@ -232,6 +265,9 @@ class GRPOTrainer:
                 "heldout_accuracy": None if scores is None else float(np.mean(scores)),
                 # per prompt, in held-out order (summary.json: heldout_ids): paired intervals need them
                 "heldout_outcomes": scores,
+                # the same prompts sampled (heldout_samples a prompt): each outcome a fraction correct
+                "heldout_sampled_accuracy": None if sampled is None else float(np.mean(sampled)),
+                "heldout_sampled_outcomes": sampled,
                 "time/cumulative_s": st.cumulative_s,
                 "time/cumulative_device_s": st.cumulative_device_s,
             }
@@ -293,6 +329,8 @@ class GRPOTrainer:
         step_s = sum(x["timing_s/step"] for x in m)
         update_s = sum(x["timing_s/update_actor"] + x["timing_s/optimizer"] for x in m)
         accs = [c["heldout_accuracy"] for c in st.curve if c["heldout_accuracy"] is not None] or [None]
+        sampled = [c.get("heldout_sampled_accuracy") for c in st.curve]
+        sampled = [a for a in sampled if a is not None] or [None]
         return {
             "setting": setting,
             "variant": variant,
@@ -308,6 +346,12 @@ class GRPOTrainer:
                 "initial": accs[0],
                 "final": accs[-1],
                 "best": None if accs[0] is None else max(accs),
+            },
+            "heldout_sampled_accuracy": {
+                "samples": self.cfg.heldout_samples,
+                "initial": sampled[0],
+                "final": sampled[-1],
+                "best": None if sampled[0] is None else max(sampled),
             },
             "filter_rate": s["cumulative_skips"] / (epochs_built * len(self.train)) if epochs_built else 0.0,
             "filter_precision": s["precision"],
