@@ -122,6 +122,8 @@ def test_single_turn_chain_keeps_only_mixed_samples():
     dropped = {d["id"]: d["reason"] for d in report["drops"] if d["step"] == "rollouts_mixed"}
     assert dropped["xlam:0"] == "all_correct" and dropped["xlam:1"] == "all_wrong"
     assert report["rollouts"]["correct_per_sample"] == {"0": 3, "1": 3, "2": 3}
+    # each training sample's correct rollouts under the filter policy: one of two, by the keep rule
+    assert report["train"]["filter_correct"] == {s.id: 1 for s in train}
 
 
 def test_multi_turn_chain_turn_range_single_call_and_min_correct():
@@ -141,6 +143,7 @@ def test_multi_turn_chain_turn_range_single_call_and_min_correct():
     assert steps["target_size"]["dropped"] == {"over_target": 1}
     assert len(train) == 1 and train[0].id in {"looptool:2", "looptool:3"}
     assert report["train"]["reached"] is True
+    assert report["train"]["filter_correct"] == {train[0].id: {"looptool:2": 1, "looptool:3": 8}[train[0].id]}
     tc = report["turn_counting"]
     assert tc["definition"] == "user_requests"
     assert tc["definitions"]["user_requests"]["in_range"] == 5

@@ -391,6 +391,9 @@ def _report(setting, samples, chain, results, train, heldout, config) -> dict:
             "sources": source_counts(train),
             "ground_truth_calls": _calls_histogram(train),
             "ids_sha256": ids_digest(train),
+            # the filter policy's correct rollouts on each training sample: with GRPO's first-epoch
+            # groups it says how a stricter keep rule (min_correct) would shift the RL start's regime
+            "filter_correct": {s.id: sum(1 for x in results[s.id].scores if x > 0) for s in train if s.id in results},
         },
         "drops": chain.drops,
     }
