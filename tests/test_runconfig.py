@@ -38,8 +38,10 @@ def test_schema_and_registries_are_the_same_sets():
     assert set(down["properties"]) == set(rc.DOWNSAMPLE_KEYS)
     assert down["properties"]["m"]["minimum"] == rc.M_MIN
     assert filt["properties"]["probe_every"]["minimum"] == 1  # StreakFilter's (rl.filter_problems)
-    # every key a setting may set is a run key, and the schema requires what the run config requires
-    run_keys = set(rc.REQUIRED) | set(rc.OPTIONAL) | set(rc.PASSTHROUGH)
+    # every key a setting may set is a run key (of every engine, or of one: ENGINE_KEYS, which the other
+    # engine refuses by name), and the schema requires what the run config requires
+    engine_keys = {k for keys in rc.ENGINE_KEYS.values() for k in keys}
+    run_keys = set(rc.REQUIRED) | set(rc.OPTIONAL) | set(rc.PASSTHROUGH) | engine_keys
     assert set(setting) <= run_keys
     assert set(DEFS["setting"]["required"]) | set(DEFS["variant"]["required"]) == set(rc.REQUIRED)
     assert setting["heldout_size"]["$ref"] == "#/$defs/posint" and max(rc.HELDOUT_MIN.values()) == 1
