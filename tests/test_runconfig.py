@@ -141,6 +141,18 @@ def test_cross_key_rules_name_the_key(change, named):
     assert named in msg
 
 
+def test_an_empty_seed_list_leaves_a_variant_out_of_the_efficiency_experiment():
+    # an overlay (--configfile) is merged key by key, so [] is how it drops a variant of the default
+    cfg = load()
+    runs = cfg["train"]["efficiency"]["runs"]["multi_turn"]
+    runs["efficient_n16"] = []
+    assert rc.schema_problem(cfg, SCHEMA) is None
+    assert rc.validate_config(cfg) == []
+    dag = {(d, v) for d, v, _ in rc.dag_runs(cfg)}
+    assert ("multi_turn", "efficient_n16") not in dag
+    assert ("multi_turn", "vanilla_n16") in dag
+
+
 def test_all_wrong_k_is_accepted_as_both_engines_accept_it():
     cfg = load()
     cfg["train"]["variants"]["filter_only"]["filter"]["all_wrong_k"] = 2

@@ -292,7 +292,7 @@ def dag_runs(config: Mapping) -> list[tuple[str, str, str]]:
     train = config["train"]
     runs = [(s, v, f"train.runs.{s}") for s in SETTINGS for v in train["runs"].get(s) or []]
     for setting, variants in sorted(((train.get("efficiency") or {}).get("runs") or {}).items()):
-        runs += [(setting, v, f"train.efficiency.runs.{setting}") for v in sorted(variants)]
+        runs += [(setting, v, f"train.efficiency.runs.{setting}") for v in sorted(variants) if variants[v]]
     fmt = train["format_study"]["variant"]
     runs += [(d, fmt, "train.format_study.variant") for d in ("format_single", "format_multi")]
     for tag, spec in sorted(config["evaluate"]["models"].items()):
