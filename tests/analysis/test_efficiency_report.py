@@ -76,6 +76,16 @@ def test_efficiency_table_hand_case():
     assert set(epochs.frame["epoch"]) == {0, 1} and (epochs.frame["groups"] == 8).all()
 
 
+def test_epoch_table_shows_coverage_as_a_rounded_fraction():
+    run = _run("efficient", 0, 2.0, 1.0, 0.5)
+    run.metrics["filter/coverage"] = 5 / 6  # 5 of 6 prompts active: skipped 1
+    run.metrics["filter/skipped"] = 1
+    _, epochs = efficiency_tables([_run("vanilla", 0, 4.0, 3.0, 1.0), run], margin=0.05, n_bootstrap=50)
+    rows = epochs.frame.set_index(["variant", "epoch"])
+    assert rows.loc[("efficient", 0), "coverage"] == 0.833
+    assert rows.loc[("vanilla", 1), "coverage"] == 1.0
+
+
 def test_a_candidate_below_vanilla_peak_is_not_reached_and_not_non_inferior():
     worse = _run("efficient", 0, 2.0, 1.0, 0.5)
     worse.curve["heldout_outcomes"] = [OUTCOMES[0]] * 4

@@ -305,7 +305,7 @@ def epochs_table(runs: Sequence[TrainingRun]) -> Table:
                     "all_correct": round(e["all_correct_frac"], 3),
                     "all_wrong": round(e["all_wrong_frac"], 3),
                     "mixed": round(e["mixed_frac"], 3),
-                    "coverage": e.get("coverage"),
+                    "coverage": None if e.get("coverage") is None else round(e["coverage"], 3),
                     "skipped": e.get("skipped"),
                     "probed": e.get("probed"),
                     "probe_still_correct": e.get("probe_still_correct"),
