@@ -166,14 +166,28 @@ def cpu_seconds() -> float:
 
 
 def run(job: Job) -> int:
-    """Run the job's stage, then write its manifest; on failure write nothing."""
+    """Run the job's stage, then write its manifest; on failure write nothing.
+
+    The CPU kernels are pinned (options.cpu_capability, engines.cpu_capability in config) before the
+    stage imports torch, and checked after it ran: a CPU that cannot run them fails the job.
+    """
     from toolcall_repro.io import atomic_write_json
+    from toolcall_repro.machine import KernelPinError, check_kernels, pin_kernels
     from toolcall_repro.provenance import build_manifest
 
+    capability = job.options.get("cpu_capability")
+    if capability is not None:
+        pin_kernels(str(capability))
     start = time.perf_counter()
     rc = stage_function(job.stage)(job)
     if rc not in (None, 0):
         return int(rc)
+    if capability is not None:
+        try:
+            check_kernels(str(capability))
+        except KernelPinError as exc:
+            print(f"{job.rule}: {exc}", file=sys.stderr)
+            return 4
     # CPU of the whole job process (imports included), as a job's own process is the job.
     wall, cpu = time.perf_counter() - start, cpu_seconds()
     outputs = [o for o in job.files.get("output", []) if job.manifest is None or Path(o) != Path(job.manifest)]

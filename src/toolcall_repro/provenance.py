@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from toolcall_repro.io import atomic_write_json
+from toolcall_repro.machine import installed_distributions, machine_facts
 
 TRACKED_PACKAGES = (
     "toolcall-repro",
@@ -113,6 +114,7 @@ def build_manifest(
         "packages": package_versions(),
         "python": sys.version.split()[0],
         "host": platform.node(),
+        "machine": machine_facts(options),
         "inputs": checksums(inputs),
         "outputs": checksums(outputs),
         "seeds": dict(seeds or {}),
@@ -142,6 +144,10 @@ def run_record(run_dir: str | Path, config: Mapping) -> dict:
         "git": git_state(),
         "packages": package_versions(),
         "python": sys.version.split()[0],
+        # Every installed distribution of the environment that wrote this record: `compare` names the
+        # packages that differ when two runs' jobs carry different distribution digests.
+        "distributions": installed_distributions(),
+        "machines": _machines(manifests),
         "jobs": len(manifests),
         "wall_clock_s": round(sum(m["wall_clock_s"] for m in manifests), 3),
         "cpu_s": round(sum(m["cpu_s"] for m in manifests), 3),
@@ -165,6 +171,16 @@ def record_job(j) -> None:
     rule's wildcard values (Snakemake gives an input function no view of the DAG it is building).
     """
     write_record(j.option("run_dir"), j.config, j.out("record"))
+
+
+def _machines(manifests: list[dict]) -> list[dict]:
+    """The distinct machine/environment records of the run's jobs (one per kind of job environment)."""
+    seen: dict[str, dict] = {}
+    for m in manifests:
+        facts = m.get("machine")
+        if facts:
+            seen.setdefault(config_hash(facts), facts)
+    return [seen[k] for k in sorted(seen)]
 
 
 def _per_rule(manifests: list[dict]) -> dict[str, dict]:

@@ -33,6 +33,8 @@ RUN = os.path.join("results", config["run_id"])
 PAPER_SCALE = config["engines"]["training"] == "verl"
 THREADS = config["engines"]["threads"]
 WARMSTART_THREADS = config["engines"].get("warmstart_threads", THREADS)
+# Every job's CPU kernels (torch, MKL, oneDNN), set by the job entry before torch loads: toolcall_repro.machine.
+CPU_CAPABILITY = config["engines"]["cpu_capability"]
 SOURCES = ["xlam", "toolace", "looptool"]
 VERL = config["train"].get("verl", {"nodes": 1, "gpus_per_node": 0})
 # Archives live outside results/<run_id> (Snakemake deletes the old outputs of every job it reruns), named
@@ -138,7 +140,10 @@ def job(stage, config=None, seeds=None, gpus=None, rule=None, **options):
             "stage": stage,
             "config": value(config, wildcards),
             "seeds": value(seeds, wildcards) or {},
-            "options": {k: value(v, wildcards) for k, v in options.items()},
+            "options": {
+                "cpu_capability": CPU_CAPABILITY,
+                **{k: value(v, wildcards) for k, v in options.items()},
+            },
         }
         if gpus is not None:
             out["gpus"] = int(value(gpus, wildcards))

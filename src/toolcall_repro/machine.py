@@ -1,0 +1,161 @@
+"""The machine a job runs on: the CPU kernel pin that makes its numbers machine-independent, and the
+facts a manifest records so that two runs that differ can be told apart.
+
+torch picks its vectorised CPU kernels by the machine's instruction set (AVX-512 on one machine, AVX2 on
+another), and MKL and oneDNN pick their own code paths the same way; each choice changes float sums, and
+800 warm-start steps amplify a last-bit difference into another model. `engines.cpu_capability` names one
+capability for every job; `pin_kernels` sets it before torch loads, overriding whatever the caller's shell
+says, and `check_kernels` refuses a job whose torch did not run at that capability (a CPU that lacks it).
+`native` leaves the choice to the machine (the numbers then depend on it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import sys
+from collections.abc import Mapping, MutableMapping
+from pathlib import Path
+
+# capability -> the environment that selects it: torch's dispatch (ATEN_CPU_CAPABILITY), MKL's code path
+# (MKL_CBWR: one branch on Intel and AMD alike) and oneDNN's instruction set cap (ONEDNN_MAX_CPU_ISA).
+KERNEL_ENV: dict[str, dict[str, str]] = {
+    "default": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "SSE41"},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    "avx512": {"ATEN_CPU_CAPABILITY": "avx512", "MKL_CBWR": "AVX512", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE"},
+}
+CAPABILITIES = (*KERNEL_ENV, "native")
+# Set by nobody but pin_kernels: an inherited value would make a job's numbers the caller's shell's.
+PINNED_VARS = sorted({k for env in KERNEL_ENV.values() for k in env})
+LOCK_MARKER = "toolcall-repro-lock.json"  # written into a venv by the install scripts
+
+
+class KernelPinError(RuntimeError):
+    """The configured capability is not what torch runs here."""
+
+
+def pin_kernels(capability: str, environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Set the kernel environment of `capability` in environ (os.environ); return what was set.
+
+    Call before torch is imported (torch reads ATEN_CPU_CAPABILITY once). `native` removes every
+    variable, so the machine chooses and no inherited setting leaks in.
+    """
+    env = os.environ if environ is None else environ
+    if capability not in CAPABILITIES:
+        raise KernelPinError(f"engines.cpu_capability: {capability!r} is not one of {list(CAPABILITIES)}")
+    for var in PINNED_VARS:
+        env.pop(var, None)
+    chosen = dict(KERNEL_ENV.get(capability, {}))
+    env.update(chosen)
+    return chosen
+
+
+def torch_capability() -> str | None:
+    """The capability torch dispatches to in this process (None when torch has not been imported)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    return str(torch.backends.cpu.get_cpu_capability()).lower()
+
+
+def supported(capability: str) -> bool | None:
+    """Whether this CPU can run torch's kernels of `capability` (None: torch not imported).
+
+    torch reports the capability its environment asks for even where the CPU lacks it (its dispatch then
+    falls back to a lower kernel per op), so the hardware is asked separately.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    probe = {"avx2": "_is_avx2_supported", "avx512": "_is_avx512_supported"}.get(capability)
+    return True if probe is None else bool(getattr(torch.cpu, probe)())
+
+
+def check_kernels(capability: str) -> None:
+    """Raise when this process's torch does not run at the configured capability."""
+    used = torch_capability()
+    if capability == "native" or used is None or (used == capability and supported(capability)):
+        return
+    raise KernelPinError(
+        f"engines.cpu_capability: {capability!r} was asked for, but torch runs {used!r} kernels on this "
+        f"CPU ({cpu_model()}); allowed: {list(CAPABILITIES)}. Choose one this CPU supports (x86-64 machines "
+        "since 2013 have avx2), or native (the numbers then depend on the machine)."
+    )
+
+
+def cpu_model() -> str:
+    for line in _cpuinfo_lines():
+        if line.lower().startswith(("model name", "cpu model", "hardware")):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def cpu_flags() -> list[str]:
+    """The instruction-set flags the kernel choices read (a subset of /proc/cpuinfo's, sorted)."""
+    for line in _cpuinfo_lines():
+        if line.lower().startswith(("flags", "features")):
+            flags = set(line.split(":", 1)[1].split())
+            return sorted(f for f in flags if f.startswith(("avx", "sse", "fma", "amx", "f16c", "bmi", "asimd", "sve")))
+    return []
+
+
+def _cpuinfo_lines() -> list[str]:
+    try:
+        return Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return []
+
+
+def installed_distributions() -> list[str]:
+    """Every installed distribution of this environment as `name==version`, sorted."""
+    return sorted(
+        {f"{(d.metadata['Name'] or '').lower().replace('_', '-')}=={d.version}" for d in importlib.metadata.distributions()}
+    )
+
+
+def distributions_digest() -> tuple[str, int]:
+    """sha256 over installed_distributions() (one line each), and their count."""
+    names = installed_distributions()
+    return hashlib.sha256("\n".join(names).encode()).hexdigest(), len(names)
+
+
+def lock_record(prefix: str | Path | None = None) -> dict | None:
+    """The lock this environment was installed from (the install scripts' marker), or None."""
+    marker = Path(prefix or sys.prefix) / LOCK_MARKER
+    try:
+        return json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def machine_facts(options: Mapping[str, object] | None = None) -> dict:
+    """What a manifest records of the machine and environment a job ran in."""
+    digest, count = distributions_digest()
+    facts: dict = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu_model": cpu_model(),
+        "cpu_flags": cpu_flags(),
+        "cpu_count": os.cpu_count(),
+        "kernel_env": {k: os.environ.get(k) for k in PINNED_VARS},
+        "cpu_capability": (options or {}).get("cpu_capability"),
+        "torch_capability": torch_capability(),
+        "threads": (options or {}).get("threads"),
+        "lock": lock_record(),
+        "distributions_sha256": digest,
+        "distributions": count,
+    }
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        facts["torch"] = {
+            "version": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "interop_threads": torch.get_num_interop_threads(),
+            "mkl": bool(torch.backends.mkl.is_available()),
+            "mkldnn": bool(torch.backends.mkldnn.is_available()),
+            "config_sha256": hashlib.sha256(torch.__config__.show().encode()).hexdigest(),
+        }
+    return facts
