@@ -20,6 +20,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the paper DAG's GPU jobs: resources, steps, rollouts and rows per step (a dry-run)",
         add_help=False,
     )
+    sub.add_parser(
+        "digests",
+        help="science digests of a results tree (timing dropped): --check a reference (first differing "
+        "stage in DAG order, and why) or --write one",
+        add_help=False,
+    )
     c = sub.add_parser(
         "compare",
         help="compare run A (old) with run B (new), each a results tree or an archive: config changes, "
@@ -33,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
         from toolcall_repro import plan
 
         return plan.main(rest)
+    if args.cmd == "digests":
+        from toolcall_repro import digests
+
+        return digests.main(rest)
     if rest:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "verify":

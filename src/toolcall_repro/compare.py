@@ -129,11 +129,12 @@ class JobChange:
     outputs: list[str] = field(default_factory=list)
     code: tuple[str | None, str | None] | None = None  # commits, when they differ
     finished: tuple[str | None, str | None] = (None, None)  # finished_at in A and in B
+    machine: list[tuple[str, object, object]] = field(default_factory=list)  # manifest "machine" facts
 
     @property
     def cause(self) -> str:
-        """What differs in the job's record between the runs: its config subtree, inputs, code commit."""
-        hits = (("config", self.config), ("inputs", self.inputs), ("code commit", self.code))
+        """What differs in the job's record: its config subtree, inputs, code commit, machine/environment."""
+        hits = (("config", self.config), ("inputs", self.inputs), ("code commit", self.code), ("machine", self.machine))
         why = [w for w, hit in hits if hit]
         return ", ".join(why) if why else "nothing recorded (forced, or a file's modification time)"
 
@@ -156,6 +157,7 @@ def compare_jobs(a: Run, b: Run) -> list[JobChange]:
             outputs=sorted(k for k in set(oa) | set(ob) if oa.get(k) != ob.get(k)),
             code=(ca, cb) if ca != cb else None,
             finished=(ma.get("finished_at"), mb.get("finished_at")),
+            machine=flat_diff(ma.get("machine", MISSING), mb.get("machine", MISSING)),
         )
         if change.outputs or change.finished[0] != change.finished[1]:
             change.status = "rerun"
@@ -347,6 +349,7 @@ def markdown(c: Comparison, max_files: int = 5) -> str:
             why = j.cause if j.status == "rerun" else ""
             when = " -> ".join(str(t or "") for t in j.finished) if j.status == "rerun" else ""
             lines.append(f"| `{j.job}` | {j.status} | {why} | {cfg} | {ins} | {outs} | {when} |")
+    lines += _machine_section(c)
     lines += ["", "## Tables", ""]
     cards: dict[str, dict] = {}  # short sha256 -> protocol card, each shown once at the end
     same = [t.name for t in c.tables if t.status == "same"]
@@ -363,6 +366,25 @@ def markdown(c: Comparison, max_files: int = 5) -> str:
         lines += ["", "## Protocol cards", ""]
         lines += [f"- `{digest}`: {_v(card)}" for digest, card in cards.items()]
     return "\n".join(lines) + "\n"
+
+
+def _machine_section(c: Comparison) -> list[str]:
+    """The machines and environments the two runs' jobs ran in, where they differ (kernels, CPU, torch
+    build, installed packages): a changed number with no config or code change is usually one of these."""
+    diffs: dict[tuple[str, str, str], list[str]] = {}
+    for j in c.jobs:
+        for key, old, new in j.machine:
+            diffs.setdefault((key, _v(old), _v(new)), []).append(j.job)
+    dist = [(r.record or {}).get("distributions") for r in (c.a, c.b)]
+    lines = ["", "## Machines and environments", ""]
+    if not diffs and (None in dist or dist[0] == dist[1]):
+        return lines + ["Every job that ran in both has the same machine and environment record."]
+    for (key, old, new), jobs in sorted(diffs.items()):
+        lines.append(f"- `{key}`: {old} -> {new} ({_n(len(jobs), 'job')}, e.g. `{jobs[0]}`)")
+    if None not in dist and dist[0] != dist[1]:
+        a, b = set(dist[0]), set(dist[1])
+        lines.append(f"- packages only in A: {_few(sorted(a - b), 20) or 'none'}; only in B: {_few(sorted(b - a), 20) or 'none'}")
+    return lines
 
 
 def _n(count: int, noun: str) -> str:

@@ -11,11 +11,13 @@ says, and `check_kernels` refuses a job whose torch did not run at that capabili
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import json
 import os
 import platform
+import subprocess
 import sys
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
@@ -28,8 +30,17 @@ KERNEL_ENV: dict[str, dict[str, str]] = {
     "avx512": {"ATEN_CPU_CAPABILITY": "avx512", "MKL_CBWR": "AVX512", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE"},
 }
 CAPABILITIES = (*KERNEL_ENV, "native")
+# numpy dispatches its own SIMD loops (float reductions too) by the CPU: the dispatch targets above the
+# capability are disabled (NPY_DISABLE_CPU_FEATURES). Which names exist depends on numpy's version and a
+# name it does not dispatch is an ImportWarning, so they are read from the installed numpy (numpy_targets).
+NUMPY_ABOVE = {"default": ("AVX", "F16C", "FMA3"), "avx2": ("AVX512",), "avx512": ()}
+NUMPY_VAR = "NPY_DISABLE_CPU_FEATURES"
+# Not a kernel choice (the numbers do not move), but set with them: an OpenMP thread that waits spins by
+# default, and two spinning threads of one job on a 2-core machine beside another job ran a 2-thread
+# forward/backward 3-4x slower than sleeping ones (benchmarks/kernel_pin.py prints the measurement).
+WAIT_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 # Set by nobody but pin_kernels: an inherited value would make a job's numbers the caller's shell's.
-PINNED_VARS = sorted({k for env in KERNEL_ENV.values() for k in env})
+PINNED_VARS = sorted({k for env in KERNEL_ENV.values() for k in env} | {NUMPY_VAR})
 LOCK_MARKER = "toolcall-repro-lock.json"  # written into a venv by the install scripts
 
 
@@ -48,9 +59,31 @@ def pin_kernels(capability: str, environ: MutableMapping[str, str] | None = None
         raise KernelPinError(f"engines.cpu_capability: {capability!r} is not one of {list(CAPABILITIES)}")
     for var in PINNED_VARS:
         env.pop(var, None)
+    env.update(WAIT_ENV)
     chosen = dict(KERNEL_ENV.get(capability, {}))
+    above = NUMPY_ABOVE.get(capability, ())
+    disabled = [t for t in numpy_targets() if t.startswith(above)] if above else []
+    if disabled:
+        chosen[NUMPY_VAR] = " ".join(disabled)
     env.update(chosen)
     return chosen
+
+
+@functools.cache
+def numpy_targets() -> tuple[str, ...]:
+    """The SIMD targets the installed numpy dispatches to at run time (read in a child: importing numpy
+    here would fix its choice before the pin is set). Empty where numpy is absent."""
+    probe = (
+        "try:\n from numpy._core._multiarray_umath import __cpu_dispatch__ as d\n"
+        "except ImportError:\n from numpy.core._multiarray_umath import __cpu_dispatch__ as d\n"
+        "print(' '.join(d))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != NUMPY_VAR}
+    try:
+        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return ()
+    return tuple(out.stdout.split())
 
 
 def torch_capability() -> str | None:
@@ -140,7 +173,7 @@ def machine_facts(options: Mapping[str, object] | None = None) -> dict:
         "cpu_model": cpu_model(),
         "cpu_flags": cpu_flags(),
         "cpu_count": os.cpu_count(),
-        "kernel_env": {k: os.environ.get(k) for k in PINNED_VARS},
+        "kernel_env": {k: os.environ.get(k) for k in (*PINNED_VARS, *WAIT_ENV)},
         "cpu_capability": (options or {}).get("cpu_capability"),
         "torch_capability": torch_capability(),
         "threads": (options or {}).get("threads"),

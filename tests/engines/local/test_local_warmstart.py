@@ -191,3 +191,54 @@ def test_warm_start_as_configured_twice_gives_bit_identical_weights(sample_files
         for x, y in zip(final.state_dict().values(), early.state_dict().values(), strict=True)
     )
     assert json.loads((a_early / "early_step.json").read_text()) == {"sft_steps_done": 2, "of": 4}
+
+
+def test_the_configured_cpu_capability_decides_the_weights_not_the_callers_shell(sample_files, tmp_path):
+    """engines.cpu_capability reaches the warm start through the job entry, as in the workflow: a caller
+    whose shell asks for other kernels (another machine's instruction set, simulated with
+    ATEN_CPU_CAPABILITY=default) gets the configured capability's bytes. Without a pin (a spec with no
+    cpu_capability, as every job was before the pin) the shell's choice goes through and the bytes
+    differ: that is how two machines trained two models from one config."""
+    import os
+
+    import yaml
+
+    if not torch.cpu._is_avx2_supported():
+        import pytest
+
+        pytest.skip("this CPU has no AVX2: the pinned capability (avx2) cannot run here")
+    config = yaml.safe_load((Path(__file__).parents[3] / "config" / "config.yaml").read_text())
+    samples = [str(sample_files["single_turn"]), str(sample_files["multi_turn"])]
+
+    def build(name, capability, outer):
+        out, manifest = tmp_path / name, tmp_path / f"{name}.json"
+        spec = {
+            "rule": "warmstart_base_model",
+            "stage": "warm_start",
+            "config": {
+                "model.tiny": dict(config["model"]["tiny"], sft_steps=4),
+                "filter.reserve_fraction": config["filter"]["reserve_fraction"],
+                "engines.warmstart_threads": 1,
+            },
+            "seeds": {"model": 0, "reserve": 0},
+            "options": {} if capability is None else {"cpu_capability": capability},
+            "input": {"samples": samples},
+            "output": {"model": str(out), "manifest": str(manifest)},
+            "files": {"input": samples, "output": [str(out), str(manifest)]},
+        }
+        env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR")}
+        env.update(outer)
+        cmd = [sys.executable, "-m", "toolcall_repro.job", json.dumps(spec)]
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return (out / "model.safetensors").read_bytes(), json.loads(manifest.read_text())["machine"]
+
+    elsewhere = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
+    pinned_here, facts = build("pinned-here", "avx2", {})
+    pinned_elsewhere, facts_elsewhere = build("pinned-elsewhere", "avx2", elsewhere)
+    unpinned_elsewhere, facts_unpinned = build("unpinned-elsewhere", None, elsewhere)
+    assert pinned_here == pinned_elsewhere
+    assert facts["torch_capability"] == facts_elsewhere["torch_capability"] == "avx2"
+    assert facts_elsewhere["kernel_env"]["ATEN_CPU_CAPABILITY"] == "avx2"
+    assert facts_unpinned["torch_capability"] == "default"
+    assert unpinned_elsewhere != pinned_here
