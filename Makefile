@@ -1,5 +1,5 @@
 # The two entry points of the README. Both install what they need first (idempotent).
-.PHONY: install install-verl run test lint
+.PHONY: install install-verl run test lint reference
 
 install:
 	bash scripts/install.sh
@@ -22,3 +22,8 @@ lint:
 	.venv/bin/ruff check src tests benchmarks scripts
 	.venv/bin/snakefmt --check workflow/
 	.venv/bin/snakemake --lint
+
+# Rewrite the CI-size run's reference digests from results/ci-smoke (after `make run RUN_CONFIG=.test/config.yaml`).
+# A deliberate step: commit it with the change that moved the numbers, and say which numbers moved.
+reference:
+	.venv/bin/toolcall-repro digests results/ci-smoke --write .test/expected/digests.json

@@ -305,3 +305,24 @@ def test_a_job_rerun_that_wrote_the_same_bytes_counts_as_rerun():
     assert "| `r/x` | rerun | nothing recorded" in compare.markdown(compare.compare_runs(a, b))
     assert "same bytes" in compare.markdown(compare.compare_runs(a, b))
     assert compare.compare_jobs(a, a)[0].status == "same"
+
+
+def test_two_machines_are_told_apart_by_their_kernels_and_packages(tmp_path, monkeypatch):
+    """The same config on two machines: compare names the kernel setting and the packages that differ."""
+    runs = {}
+    for name, capability, extra in (("a", "avx2", None), ("b", "default", "onepackage==1.0")):
+        work = tmp_path / name
+        work.mkdir()
+        monkeypatch.chdir(work)
+        monkeypatch.setenv("ATEN_CPU_CAPABILITY", capability)
+        real = provenance.installed_distributions
+        monkeypatch.setattr(provenance, "installed_distributions", lambda r=real, e=extra: r() + ([e] if e else []))
+        run_pipeline(CONFIG, T1 if name == "a" else T2)
+        runs[name] = compare.load_run(work / R())
+    c = compare.compare_runs(runs["a"], runs["b"])
+    train = next(j for j in c.jobs if j.job == "train_grpo/single_turn-efficient")
+    assert ("kernel_env.ATEN_CPU_CAPABILITY", "avx2", "default") in train.machine and "machine" in train.cause
+    text = compare.markdown(c)
+    assert "## Machines and environments" in text
+    assert "- `kernel_env.ATEN_CPU_CAPABILITY`: `avx2` -> `default`" in text
+    assert "packages only in A: none; only in B: `onepackage==1.0`" in text

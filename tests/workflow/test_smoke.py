@@ -73,6 +73,29 @@ def test_every_stage_wrote_its_outputs(smoke_run, work, run_dir):
     assert m["inputs"] and m["outputs"] and m["cpu_s"] > 0 and m["git"]["commit"]
 
 
+def test_the_run_computes_what_the_committed_reference_says(smoke_run, run_dir):
+    """The CI-size run's science digests (timing left out) against .test/expected/digests.json: same
+    config, code and lock give the same bytes on any machine (engines.cpu_capability pins the kernels).
+    On a mismatch the message names the first stage in DAG order whose outputs differ, and why."""
+    from toolcall_repro import digests
+
+    ref = json.loads((REPO / ".test" / "expected" / "digests.json").read_text())
+    ok, lines = digests.check_run(digests.digest_run(run_dir), ref)
+    assert ok, "\n".join(lines) + "\n(a deliberate change of numbers: `make reference`, committed with it)"
+
+
+def test_every_manifest_names_the_machine_and_environment(smoke_run, run_dir):
+    for path in sorted((run_dir / "manifests").rglob("*.json")):
+        facts = json.loads(path.read_text())["machine"]
+        assert facts["cpu_capability"] == "avx2", path
+        assert facts["kernel_env"]["ATEN_CPU_CAPABILITY"] == "avx2", path
+        assert facts["cpu_model"] and facts["python"] and len(facts["distributions_sha256"]) == 64, path
+        if facts.get("torch"):
+            assert facts["torch_capability"] == "avx2" and facts["torch"]["version"], path
+    record = json.loads((run_dir / "provenance.json").read_text())
+    assert record["machines"] and any(d.startswith("torch==") for d in record["distributions"])
+
+
 def test_same_config_has_nothing_left_to_do(smoke_run, smk):
     res = smk("-n", "--configfile", CONFIG)
     assert res.returncode == 0

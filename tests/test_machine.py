@@ -1,0 +1,46 @@
+"""The kernel pin sets every variable that selects CPU kernels, whatever the caller's shell had."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolcall_repro import machine
+
+
+def test_a_pin_overrides_the_callers_shell_and_native_clears_it():
+    env = {"ATEN_CPU_CAPABILITY": "avx512", "MKL_CBWR": "AUTO", "NPY_DISABLE_CPU_FEATURES": "AVX2", "PATH": "/bin"}
+    chosen = machine.pin_kernels("avx2", env)
+    assert env["ATEN_CPU_CAPABILITY"] == "avx2" and env["MKL_CBWR"] == "AVX2" and env["ONEDNN_MAX_CPU_ISA"] == "AVX2"
+    assert env["OMP_WAIT_POLICY"] == "PASSIVE" and env["PATH"] == "/bin"
+    assert set(chosen) <= set(env)
+    # numpy's AVX-512 loops are disabled by their names in the installed numpy, and nothing else of numpy's
+    disabled = env.get("NPY_DISABLE_CPU_FEATURES", "").split()
+    assert disabled == [t for t in machine.numpy_targets() if t.startswith("AVX512")]
+    machine.pin_kernels("native", env)
+    assert not any(v in env for v in machine.PINNED_VARS)
+    assert env["OMP_WAIT_POLICY"] == "PASSIVE"
+
+
+def test_an_unknown_capability_names_the_key_and_what_is_allowed():
+    with pytest.raises(machine.KernelPinError, match=r"engines.cpu_capability: 'sse9' is not one of \['default', 'avx2', 'avx512', 'native'\]"):
+        machine.pin_kernels("sse9", {})
+
+
+def test_a_capability_the_cpu_lacks_fails_the_check(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    monkeypatch.setattr(torch.cpu, "_is_avx512_supported", lambda: False)
+    with pytest.raises(machine.KernelPinError, match="'avx512' was asked for"):
+        machine.check_kernels("avx512")
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "DEFAULT")
+    with pytest.raises(machine.KernelPinError, match="torch runs 'default' kernels"):
+        machine.check_kernels("avx2")
+    machine.check_kernels("native")  # native accepts whatever the machine runs
+
+
+def test_machine_facts_name_the_environment():
+    facts = machine.machine_facts({"cpu_capability": "avx2", "threads": 1})
+    assert facts["cpu_capability"] == "avx2" and facts["threads"] == 1
+    assert len(facts["distributions_sha256"]) == 64 and facts["distributions"] > 10
+    assert any(d.startswith("pyyaml==") for d in machine.installed_distributions())
