@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from toolcall_repro.plan import parse_dryrun
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _workflow_helpers import make_workdir, snakemake  # noqa: E402
+from _workflow_helpers import FAKE_SLURM, make_workdir, snakemake  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DOWNLOAD_RULES = {"download_source", "download_model", "download_lm_eval_data", "download_acebench"}
@@ -122,6 +123,39 @@ def test_plan_prints_the_gpu_jobs_with_their_cost(paper_workdir, fake_cluster_en
     assert plan["gpu_job_count"] == len(plan["gpu_jobs"]) > len(train)
     assert plan["max_gpu_hours"] == pytest.approx(sum(e["max_gpu_hours"] for e in plan["gpu_jobs"]))
     assert plan["retries"] == 1
+
+
+def run_plan(cwd, env, *args):
+    cmd = [sys.executable, "-m", "toolcall_repro.cli", "plan", *args]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_plan_needs_no_conda_and_says_in_one_line_what_it_cannot_resolve(paper_workdir, tmp_path):
+    """The plan deploys no software: it runs where conda is absent (a login node, this machine), though the
+    slurm profile's runs deploy conda envs; a dry-run that fails is one line, not a traceback."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in FAKE_SLURM.items():
+        if name != "conda":
+            (bin_dir / name).write_text(body)
+            (bin_dir / name).chmod(0o755)
+    path = os.pathsep.join([str(Path(sys.executable).parent), str(bin_dir), "/usr/bin", "/bin"])
+    assert shutil.which("conda", path=path) is None
+    env = {**os.environ, "PATH": path, "PYTHONPATH": str(REPO / "src"), "FAKE_SLURM_DIR": str(tmp_path),
+           "TOOLCALL_SLURM_PARTITION": "gpu-a100", "TOOLCALL_SLURM_ACCOUNT": "proj123"}  # fmt: skip
+    res = run_plan(paper_workdir, env, "--configfile", "config/paper.yaml", "--json")
+    assert res.returncode == 0, res.stderr
+    plan = json.loads(res.stdout)
+    assert plan["gpu_job_count"] > 0 and any(e["rule"] == "score_bfcl" for e in plan["gpu_jobs"])
+    import yaml
+
+    cfg = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    del cfg["evaluate"]["general"]["revisions"]
+    (tmp_path / "paper.yaml").write_text(yaml.safe_dump(cfg))
+    res = run_plan(paper_workdir, env, "--configfile", str(tmp_path / "paper.yaml"))
+    assert res.returncode != 0 and "Traceback" not in res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith("toolcall-repro plan: ") and "evaluate.general.revisions" in line
 
 
 def test_lm_eval_tasks_without_pinned_revisions_fail_before_any_job(tmp_path, smk):
