@@ -26,10 +26,12 @@ from pathlib import Path
 
 import yaml
 
+from toolcall_repro.eval.bfcl.locate import VLLMNotFound, find_vllm
+
 RULE_RE = re.compile(r"^(?:local)?rule (\w+):$")
 # Profile keys that deploy software (conda, apptainer, env modules): a dry-run with them asks conda.
-SOFTWARE_KEYS = {"software-deployment-method", "deployment-method", "deployment", "sdm", "use-conda",
-                 "use-apptainer", "use-singularity", "use-envmodules"}  # fmt: skip
+METHOD_KEYS = {"software-deployment-method", "deployment-method", "deployment", "sdm"}
+SOFTWARE_KEYS = METHOD_KEYS | {"use-conda", "use-apptainer", "use-singularity", "use-envmodules"}
 ERROR_RE = re.compile(r"^\w*(?:Error|Exception)\b[^:]*:\s*(.*)$")
 
 
@@ -246,6 +248,8 @@ def format_plan(plan: dict) -> str:
         f"Training rows: {sizes}; tooln1 (the filter policy) runs max_steps on the whole pool.",
         "Steps and rollouts are upper bounds: the pre-rollout filter shrinks later epochs.",
     ]
+    if plan.get("bfcl_vllm"):
+        lines.append(f"score_bfcl serves with {plan['bfcl_vllm']['vllm']} ({plan['bfcl_vllm']['found_by']}).")
     return "\n".join(lines)
 
 
@@ -257,6 +261,31 @@ def without_software_deployment(profile: str | Path, into: Path) -> tuple[Path, 
     dropped = sorted(k for k in config if k.replace("_", "-") in SOFTWARE_KEYS)
     (copy / "config.yaml").write_text(yaml.safe_dump({k: v for k, v in config.items() if k not in dropped}))
     return copy, dropped
+
+
+def deploys_conda(profile_cfg: dict) -> bool:
+    """Whether the profile's runs deploy conda envs (`software-deployment-method: conda`, `use-conda`)."""
+    for key, value in profile_cfg.items():
+        key = key.replace("_", "-")
+        if key == "use-conda" and value is True:
+            return True
+        if key in METHOD_KEYS and "conda" in (value if isinstance(value, list) else str(value).split()):
+            return True
+    return False
+
+
+def bfcl_vllm(jobs: list[Job], profile_cfg: dict) -> dict | None:
+    """Where the `vllm` that score_bfcl serves with will come from (None when no job serves with vLLM).
+
+    locate_vllm, a local job, finds it: in workflow/envs/eval-vllm.yaml when the profile deploys conda,
+    else in this host's environment, as here (VLLM_BIN, VERL_PYTHON, PATH). Raises VLLMNotFound.
+    """
+    if not any(j.rule == "locate_vllm" for j in jobs):
+        return None
+    if deploys_conda(profile_cfg):
+        return {"vllm": "the vllm of workflow/envs/eval-vllm.yaml", "found_by": "the profile deploys conda envs"}
+    path, source = find_vllm()
+    return {"vllm": path, "found_by": f"found by {source}; the profile deploys no env"}
 
 
 def dryrun_problem(stderr: str) -> str:
@@ -300,8 +329,17 @@ def main(argv: list[str] | None = None) -> int:
     except (PlanError, OSError, yaml.YAMLError) as exc:
         print(f"toolcall-repro plan: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
-    plan = gpu_jobs_plan(parse_dryrun(text), config, retries=int(profile_cfg.get("retries", 0)))
+    jobs = parse_dryrun(text)
+    plan = gpu_jobs_plan(jobs, config, retries=int(profile_cfg.get("retries", 0)))
+    problem = None
+    try:
+        plan["bfcl_vllm"] = bfcl_vllm(jobs, profile_cfg)
+    except VLLMNotFound as exc:
+        problem = f"score_bfcl will find no `vllm` to serve with: {exc}"
     print(json.dumps(plan, indent=2) if a.json else format_plan(plan))
+    if problem:
+        print(f"toolcall-repro plan: {problem}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -75,7 +75,7 @@ def test_every_gpu_job_reads_only_what_local_download_rules_fetched(paper_jobs):
             shipped = full.is_relative_to(REPO) and not path.startswith("results/") and full.exists()
             assert made or shipped, f"{job.rule} {job.name} reads {path}, which no rule of the DAG produces"
         if not upstream(job, by_output):
-            assert job.rule in DOWNLOAD_RULES, f"{job.rule} starts the DAG but is not a download rule"
+            assert job.rule in DOWNLOAD_RULES | {"locate_vllm"}, f"{job.rule} starts the DAG but fetches nothing"
     for job in gpu_jobs:
         assert job.rule not in DOWNLOAD_RULES
         fetched = {j.rule for j in upstream(job, by_output)} & DOWNLOAD_RULES
@@ -93,6 +93,18 @@ def test_every_gpu_job_reads_only_what_local_download_rules_fetched(paper_jobs):
     assert len(lm_eval) == 1
     assert "mmlu,hellaswag,truthfulqa_mc2,winogrande" in lm_eval[0].shell
     assert '"cais/mmlu":' in lm_eval[0].shell  # each dataset at the revision config pins
+
+
+def test_score_bfcl_serves_with_the_vllm_that_locate_vllm_finds_in_the_vllm_env(paper_jobs):
+    """BFCL's env cannot hold vLLM (numpy): every score_bfcl job reads the record of a local job that runs in
+    eval-vllm.yaml, so plain `--sdm conda` finds the `vllm` to serve with (no VLLM_BIN or VERL_PYTHON)."""
+    by_output = producers(paper_jobs)
+    bfcl = [j for j in paper_jobs if j.rule == "score_bfcl"]
+    (locate,) = [j for j in paper_jobs if j.rule == "locate_vllm"]
+    assert bfcl and all(set(locate.outputs) & set(j.inputs) for j in bfcl)
+    assert "locate_vllm" in local_rules() and not upstream(locate, by_output)  # first, on the submit host
+    rule = re.search(r"^rule locate_vllm:\n(?:    .*\n|\n)*", (REPO / "workflow/rules/evaluate.smk").read_text(), re.M)
+    assert re.search(r'conda:\n\s+"../envs/eval-vllm.yaml"\n', rule[0])
 
 
 def test_efficient_run_raises_n_in_multi_turn_only(paper_jobs):
@@ -147,6 +159,7 @@ def test_plan_needs_no_conda_and_says_in_one_line_what_it_cannot_resolve(paper_w
     assert res.returncode == 0, res.stderr
     plan = json.loads(res.stdout)
     assert plan["gpu_job_count"] > 0 and any(e["rule"] == "score_bfcl" for e in plan["gpu_jobs"])
+    assert plan["bfcl_vllm"]["vllm"] == "the vllm of workflow/envs/eval-vllm.yaml"  # --sdm conda's env
     import yaml
 
     cfg = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
@@ -156,6 +169,35 @@ def test_plan_needs_no_conda_and_says_in_one_line_what_it_cannot_resolve(paper_w
     assert res.returncode != 0 and "Traceback" not in res.stderr
     (line,) = res.stderr.strip().splitlines()
     assert line.startswith("toolcall-repro plan: ") and "evaluate.general.revisions" in line
+
+
+def test_plan_without_conda_deployment_names_the_vllm_bfcl_will_serve_with_or_that_there_is_none(
+    paper_workdir, tmp_path, fake_cluster_env
+):
+    """A profile that deploys no env runs locate_vllm in this host's env: the plan names what it will find
+    there, or says in one line that it finds none (before 67 GPU jobs fail on it)."""
+    import yaml
+
+    profile = tmp_path / "venvs"
+    profile.mkdir()
+    cfg = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    del cfg["software-deployment-method"]
+    (profile / "config.yaml").write_text(yaml.safe_dump(cfg))
+    env = {**os.environ, **fake_cluster_env, "PYTHONPATH": str(REPO / "src")}
+    for name in ("VLLM_BIN", "VERL_PYTHON"):
+        env.pop(name, None)
+    args = ("--configfile", "config/paper.yaml", "--profile", str(profile))
+    res = run_plan(paper_workdir, env, *args)
+    assert res.returncode == 1 and "score_bfcl" in res.stdout  # the plan, then what stops the run
+    assert res.stderr.strip().splitlines()[-1].startswith("toolcall-repro plan: score_bfcl will find no `vllm`")
+    assert "export VLLM_BIN" in res.stderr
+    vllm = tmp_path / "verl" / "bin" / "vllm"
+    vllm.parent.mkdir(parents=True)
+    vllm.write_text("#!/bin/sh\n")
+    vllm.chmod(0o755)
+    res = run_plan(paper_workdir, {**env, "VLLM_BIN": str(vllm)}, *args)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1] == f"score_bfcl serves with {vllm} (found by VLLM_BIN; the profile deploys no env)."
 
 
 def test_lm_eval_tasks_without_pinned_revisions_fail_before_any_job(tmp_path, smk):
