@@ -49,6 +49,8 @@ def test_part_of_tells_the_parts_apart():
         "train/format_multi/vanilla/final",
     )
     assert archive.part_of("train/single_turn/vanilla/final.json")[0] == "results"  # a file, not the folder
+    stale = "train/multi_turn/efficient/checkpoints.stale-0123456789ab-1"  # set aside by a verl retry
+    assert archive.part_of(f"{stale}/global_step_2/actor/x.pt") == ("resume checkpoints", stale)
     assert archive.part_of("models/hub/a--b/x") == ("hub snapshots", "models/hub/a--b")
     assert archive.part_of("eval/bfcl/base/default/summary.json") == ("results", "")
 

@@ -1,7 +1,8 @@
 """Archives of a results tree: what goes in (the policy), the archive's name, packing, verification.
 
 Policy (config `archive.weights`): resume checkpoints (`train/*/*/checkpoints/`: model, optimizer and
-RNG state kept only so an interrupted training job can resume) are never archived, nor hub snapshots
+RNG state kept only so an interrupted training job can resume; `checkpoints.stale-*/`, another run's set
+aside by a retry) are never archived, nor hub snapshots
 (`models/hub/`: a downloaded model at a revision its manifest records); the weights the pipeline trained
 (`train/*/*/final/`, the tiny base model `models/base/`) go in with `final` and stay out with `none`.
 Every archive holds `ARCHIVE.json` (what was packed and what was left out, and why) and `SHA256SUMS`.
@@ -63,8 +64,8 @@ def part_of(rel: str | PurePosixPath) -> tuple[str, str]:
     parts = PurePosixPath(rel).parts
     if parts[:1] == ("train",):
         for i, p in enumerate(parts[1:-1], start=1):
-            if p in ("checkpoints", "final"):
-                name = "resume checkpoints" if p == "checkpoints" else "final weights"
+            if p in ("checkpoints", "final") or p.startswith("checkpoints.stale-"):
+                name = "final weights" if p == "final" else "resume checkpoints"
                 return name, "/".join(parts[: i + 1])
     if parts[:2] == ("models", "base"):
         return "base model", "models/base"

@@ -54,6 +54,7 @@ STAGES: dict[str, str] = {
     "train": "toolcall_repro.engines.train:job",
     "efficiency_report": "toolcall_repro.analysis.__main__:efficiency_job",
     # evaluate.smk
+    "locate_vllm": "toolcall_repro.eval.bfcl.locate:locate_vllm",
     "bfcl": "toolcall_repro.eval.bfcl.__main__:run_job",
     "bfcl_summary": "toolcall_repro.eval.bfcl.__main__:summarise_job",
     "heldout": "toolcall_repro.eval.heldout:job",

@@ -3,7 +3,8 @@
     toolcall-repro plan --configfile config/paper.yaml --profile profiles/slurm [--json]
 
 Runs Snakemake's own dry-run with the profile (the real DAG, the profile's and the rules' resources, the
-exact command of every job), keeps the GPU jobs, and for each training job computes steps, rollouts and
+exact command of every job) but without its software deployment (a plan builds no env, so it runs where
+conda is absent, e.g. a login node), keeps the GPU jobs, and for each training job computes steps, rollouts and
 rows per step from the run config its job spec carries (`python -m toolcall_repro.job SPEC`: its "config") and the training-set sizes: the filter chains'
 targets from config (the paper's 2.3k single-turn, 2.6k multi-turn, 0.7k format study), or the row counts
 of the training parquets once they exist. Filtered epochs shrink, so steps and rollouts are upper bounds.
@@ -16,14 +17,26 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from toolcall_repro.eval.bfcl.locate import VLLMNotFound, find_vllm
+
 RULE_RE = re.compile(r"^(?:local)?rule (\w+):$")
+# Profile keys that deploy software (conda, apptainer, env modules): a dry-run with them asks conda.
+METHOD_KEYS = {"software-deployment-method", "deployment-method", "deployment", "sdm"}
+SOFTWARE_KEYS = METHOD_KEYS | {"use-conda", "use-apptainer", "use-singularity", "use-envmodules"}
+ERROR_RE = re.compile(r"^\w*(?:Error|Exception)\b[^:]*:\s*(.*)$")
+
+
+class PlanError(RuntimeError):
+    """What the plan cannot resolve, in one line."""
 
 
 @dataclass
@@ -235,16 +248,71 @@ def format_plan(plan: dict) -> str:
         f"Training rows: {sizes}; tooln1 (the filter policy) runs max_steps on the whole pool.",
         "Steps and rollouts are upper bounds: the pre-rollout filter shrinks later epochs.",
     ]
+    if plan.get("bfcl_vllm"):
+        lines.append(f"score_bfcl serves with {plan['bfcl_vllm']['vllm']} ({plan['bfcl_vllm']['found_by']}).")
     return "\n".join(lines)
 
 
+def without_software_deployment(profile: str | Path, into: Path) -> tuple[Path, list[str]]:
+    """A copy of the profile folder in `into` whose config.yaml lacks SOFTWARE_KEYS; the keys dropped."""
+    copy = into / Path(profile).name
+    shutil.copytree(profile, copy)
+    config = yaml.safe_load((copy / "config.yaml").read_text()) or {}
+    dropped = sorted(k for k in config if k.replace("_", "-") in SOFTWARE_KEYS)
+    (copy / "config.yaml").write_text(yaml.safe_dump({k: v for k, v in config.items() if k not in dropped}))
+    return copy, dropped
+
+
+def deploys_conda(profile_cfg: dict) -> bool:
+    """Whether the profile's runs deploy conda envs (`software-deployment-method: conda`, `use-conda`)."""
+    for key, value in profile_cfg.items():
+        key = key.replace("_", "-")
+        if key == "use-conda" and value is True:
+            return True
+        if key in METHOD_KEYS and "conda" in (value if isinstance(value, list) else str(value).split()):
+            return True
+    return False
+
+
+def bfcl_vllm(jobs: list[Job], profile_cfg: dict) -> dict | None:
+    """Where the `vllm` that score_bfcl serves with will come from (None when no job serves with vLLM).
+
+    locate_vllm, a local job, finds it: in workflow/envs/eval-vllm.yaml when the profile deploys conda,
+    else in this host's environment, as here (VLLM_BIN, VERL_PYTHON, PATH). Raises VLLMNotFound.
+    """
+    if not any(j.rule == "locate_vllm" for j in jobs):
+        return None
+    if deploys_conda(profile_cfg):
+        return {"vllm": "the vllm of workflow/envs/eval-vllm.yaml", "found_by": "the profile deploys conda envs"}
+    path, source = find_vllm()
+    return {"vllm": path, "found_by": f"found by {source}; the profile deploys no env"}
+
+
+def dryrun_problem(stderr: str) -> str:
+    """Why a dry-run failed, in one line: the message of Snakemake's last `...Error:` (the line after it when
+    the header ends with a colon), else the last line it wrote."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for i in range(len(lines) - 1, -1, -1):
+        match = ERROR_RE.match(lines[i])
+        if match:
+            return match[1] or (lines[i + 1] if i + 1 < len(lines) else lines[i])
+    return lines[-1] if lines else "no output"
+
+
 def dryrun(configfile: str, profile: str, extra: list[str] | None = None) -> str:
-    cmd = [sys.executable, "-m", "snakemake", "-n", "--nolock", "-p", "--profile", profile,
-           "--configfile", configfile, *(extra or [])]  # fmt: skip
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    """Snakemake's `-n -p` output for the profile, its software deployment left out."""
+    if not (Path(profile) / "config.yaml").is_file():
+        raise PlanError(f"--profile {profile}: no config.yaml there (a Snakemake profile folder)")
+    with tempfile.TemporaryDirectory(prefix="plan_profile_") as tmp:
+        planning, _ = without_software_deployment(profile, Path(tmp))
+        cmd = [sys.executable, "-m", "snakemake", "-n", "--nolock", "-p", "--profile", str(planning),
+               "--configfile", configfile, *(extra or [])]  # fmt: skip
+        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if res.returncode != 0:
-        raise RuntimeError(f"snakemake dry-run failed ({' '.join(cmd)}):\n{res.stderr[-4000:]}")
+        rerun = f"snakemake -n --profile {profile} --configfile {configfile}"
+        why = dryrun_problem(f"{res.stderr}\n{res.stdout}")  # with a profile, Snakemake's error is on stdout
+        raise PlanError(f"the dry-run failed: {why} (all of it: {rerun})")
     return res.stdout
 
 
@@ -254,11 +322,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", default="profiles/slurm")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     a, extra = p.parse_known_args(argv)
-    config = yaml.safe_load(Path(a.configfile).read_text())
-    profile_cfg = yaml.safe_load((Path(a.profile) / "config.yaml").read_text()) or {}
-    plan = gpu_jobs_plan(parse_dryrun(dryrun(a.configfile, a.profile, extra)), config,
-                         retries=int(profile_cfg.get("retries", 0)))  # fmt: skip
+    try:
+        config = yaml.safe_load(Path(a.configfile).read_text())
+        text = dryrun(a.configfile, a.profile, extra)
+        profile_cfg = yaml.safe_load((Path(a.profile) / "config.yaml").read_text()) or {}
+    except (PlanError, OSError, yaml.YAMLError) as exc:
+        print(f"toolcall-repro plan: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    jobs = parse_dryrun(text)
+    plan = gpu_jobs_plan(jobs, config, retries=int(profile_cfg.get("retries", 0)))
+    problem = None
+    try:
+        plan["bfcl_vllm"] = bfcl_vllm(jobs, profile_cfg)
+    except VLLMNotFound as exc:
+        problem = f"score_bfcl will find no `vllm` to serve with: {exc}"
     print(json.dumps(plan, indent=2) if a.json else format_plan(plan))
+    if problem:
+        print(f"toolcall-repro plan: {problem}", file=sys.stderr)
+        return 1
     return 0
 
 

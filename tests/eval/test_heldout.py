@@ -118,3 +118,20 @@ def test_job_writes_what_the_cli_writes_and_records_its_spec(tmp_path, tiny_mode
     assert manifest["seeds"] == {"eval": {"eval": [0, 1], "variance": [0, 1, 2]}}
     assert {str(tmp_path / "pool.parquet"), str(tmp_path / "train.parquet")} <= set(manifest["inputs"])
     assert any(p.startswith(str(tiny_model_dir)) for p in manifest["inputs"])  # the model's files
+
+
+def test_cli_scores_through_vllm_as_score_heldout_runs_at_paper_scale(tmp_path, tiny_model_dir, fake_vllm):
+    """Paper scale: the protocol's backend is vllm and the rule passes --threads; vLLM 0.24.0's constructor
+    (the `fake_vllm` stand-in) has no `threads` keyword."""
+    pool = [sample(i, s) for i in range(40) for s in ("single_turn", "multi_turn")]
+    write_samples(pool, tmp_path / "pool.parquet")
+    protocol = json.dumps({"id": "stronger", "system_prompt": "stronger", "template": "native", "thinking": "drop",
+                           "temperature": 0.7, "top_p": 1.0, "max_tokens": 8, "backend": "vllm"})  # fmt: skip
+    argv = ["--samples", str(tmp_path / "pool.parquet"), "--reserve-fraction", "0.5", "--reserve-seed", "0",
+            "--per-setting", "2", "--model", str(tiny_model_dir), "--protocol", protocol, "--seeds", "1",
+            "--threads", "2", "--out-dir", str(tmp_path / "out")]  # fmt: skip
+    assert main(argv) == 0
+    (llm,) = fake_vllm.LLM.instances
+    assert llm.calls and llm.engine_args.model == str(tiny_model_dir)
+    doc = json.loads((tmp_path / "out" / "seeds.json").read_text())[0]
+    assert doc["categories"]["single_turn"]["total"] == 2

@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from toolcall_repro.plan import parse_dryrun
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _workflow_helpers import make_workdir, snakemake  # noqa: E402
+from _workflow_helpers import FAKE_SLURM, make_workdir, snakemake  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DOWNLOAD_RULES = {"download_source", "download_model", "download_lm_eval_data", "download_acebench"}
@@ -74,7 +75,7 @@ def test_every_gpu_job_reads_only_what_local_download_rules_fetched(paper_jobs):
             shipped = full.is_relative_to(REPO) and not path.startswith("results/") and full.exists()
             assert made or shipped, f"{job.rule} {job.name} reads {path}, which no rule of the DAG produces"
         if not upstream(job, by_output):
-            assert job.rule in DOWNLOAD_RULES, f"{job.rule} starts the DAG but is not a download rule"
+            assert job.rule in DOWNLOAD_RULES | {"locate_vllm"}, f"{job.rule} starts the DAG but fetches nothing"
     for job in gpu_jobs:
         assert job.rule not in DOWNLOAD_RULES
         fetched = {j.rule for j in upstream(job, by_output)} & DOWNLOAD_RULES
@@ -92,6 +93,18 @@ def test_every_gpu_job_reads_only_what_local_download_rules_fetched(paper_jobs):
     assert len(lm_eval) == 1
     assert "mmlu,hellaswag,truthfulqa_mc2,winogrande" in lm_eval[0].shell
     assert '"cais/mmlu":' in lm_eval[0].shell  # each dataset at the revision config pins
+
+
+def test_score_bfcl_serves_with_the_vllm_that_locate_vllm_finds_in_the_vllm_env(paper_jobs):
+    """BFCL's env cannot hold vLLM (numpy): every score_bfcl job reads the record of a local job that runs in
+    eval-vllm.yaml, so plain `--sdm conda` finds the `vllm` to serve with (no VLLM_BIN or VERL_PYTHON)."""
+    by_output = producers(paper_jobs)
+    bfcl = [j for j in paper_jobs if j.rule == "score_bfcl"]
+    (locate,) = [j for j in paper_jobs if j.rule == "locate_vllm"]
+    assert bfcl and all(set(locate.outputs) & set(j.inputs) for j in bfcl)
+    assert "locate_vllm" in local_rules() and not upstream(locate, by_output)  # first, on the submit host
+    rule = re.search(r"^rule locate_vllm:\n(?:    .*\n|\n)*", (REPO / "workflow/rules/evaluate.smk").read_text(), re.M)
+    assert re.search(r'conda:\n\s+"../envs/eval-vllm.yaml"\n', rule[0])
 
 
 def test_efficient_run_raises_n_in_multi_turn_only(paper_jobs):
@@ -122,6 +135,69 @@ def test_plan_prints_the_gpu_jobs_with_their_cost(paper_workdir, fake_cluster_en
     assert plan["gpu_job_count"] == len(plan["gpu_jobs"]) > len(train)
     assert plan["max_gpu_hours"] == pytest.approx(sum(e["max_gpu_hours"] for e in plan["gpu_jobs"]))
     assert plan["retries"] == 1
+
+
+def run_plan(cwd, env, *args):
+    cmd = [sys.executable, "-m", "toolcall_repro.cli", "plan", *args]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_plan_needs_no_conda_and_says_in_one_line_what_it_cannot_resolve(paper_workdir, tmp_path):
+    """The plan deploys no software: it runs where conda is absent (a login node, this machine), though the
+    slurm profile's runs deploy conda envs; a dry-run that fails is one line, not a traceback."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in FAKE_SLURM.items():
+        if name != "conda":
+            (bin_dir / name).write_text(body)
+            (bin_dir / name).chmod(0o755)
+    path = os.pathsep.join([str(Path(sys.executable).parent), str(bin_dir), "/usr/bin", "/bin"])
+    assert shutil.which("conda", path=path) is None
+    env = {**os.environ, "PATH": path, "PYTHONPATH": str(REPO / "src"), "FAKE_SLURM_DIR": str(tmp_path),
+           "TOOLCALL_SLURM_PARTITION": "gpu-a100", "TOOLCALL_SLURM_ACCOUNT": "proj123"}  # fmt: skip
+    res = run_plan(paper_workdir, env, "--configfile", "config/paper.yaml", "--json")
+    assert res.returncode == 0, res.stderr
+    plan = json.loads(res.stdout)
+    assert plan["gpu_job_count"] > 0 and any(e["rule"] == "score_bfcl" for e in plan["gpu_jobs"])
+    assert plan["bfcl_vllm"]["vllm"] == "the vllm of workflow/envs/eval-vllm.yaml"  # --sdm conda's env
+    import yaml
+
+    cfg = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    del cfg["evaluate"]["general"]["revisions"]
+    (tmp_path / "paper.yaml").write_text(yaml.safe_dump(cfg))
+    res = run_plan(paper_workdir, env, "--configfile", str(tmp_path / "paper.yaml"))
+    assert res.returncode != 0 and "Traceback" not in res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith("toolcall-repro plan: ") and "evaluate.general.revisions" in line
+
+
+def test_plan_without_conda_deployment_names_the_vllm_bfcl_will_serve_with_or_that_there_is_none(
+    paper_workdir, tmp_path, fake_cluster_env
+):
+    """A profile that deploys no env runs locate_vllm in this host's env: the plan names what it will find
+    there, or says in one line that it finds none (before 67 GPU jobs fail on it)."""
+    import yaml
+
+    profile = tmp_path / "venvs"
+    profile.mkdir()
+    cfg = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    del cfg["software-deployment-method"]
+    (profile / "config.yaml").write_text(yaml.safe_dump(cfg))
+    env = {**os.environ, **fake_cluster_env, "PYTHONPATH": str(REPO / "src")}
+    for name in ("VLLM_BIN", "VERL_PYTHON"):
+        env.pop(name, None)
+    args = ("--configfile", "config/paper.yaml", "--profile", str(profile))
+    res = run_plan(paper_workdir, env, *args)
+    assert res.returncode == 1 and "score_bfcl" in res.stdout  # the plan, then what stops the run
+    assert res.stderr.strip().splitlines()[-1].startswith("toolcall-repro plan: score_bfcl will find no `vllm`")
+    assert "export VLLM_BIN" in res.stderr
+    vllm = tmp_path / "verl" / "bin" / "vllm"
+    vllm.parent.mkdir(parents=True)
+    vllm.write_text("#!/bin/sh\n")
+    vllm.chmod(0o755)
+    res = run_plan(paper_workdir, {**env, "VLLM_BIN": str(vllm)}, *args)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1] == f"score_bfcl serves with {vllm} (found by VLLM_BIN; the profile deploys no env)."
 
 
 def test_lm_eval_tasks_without_pinned_revisions_fail_before_any_job(tmp_path, smk):

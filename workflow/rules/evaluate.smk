@@ -3,6 +3,7 @@
 
 
 localrules:
+    locate_vllm,
     summarise_bfcl,
     summarise_bfcl_variance,
     summarise_acebench,
@@ -18,9 +19,36 @@ localrules:
     general_all,
 
 
+# BFCL's env cannot hold vLLM (numpy), so score_bfcl serves with the vLLM env's `vllm`: locate_vllm runs
+# inside eval-vllm.yaml (deployed by --sdm conda; else VLLM_BIN / VERL_PYTHON) and records where it is.
+rule locate_vllm:
+    output:
+        vllm=R("eval", "bfcl", "vllm.json"),
+        manifest=manifest("locate_vllm"),
+    log:
+        R("logs", "locate_vllm.log"),
+    benchmark:
+        R("benchmarks", "locate_vllm.tsv")
+    conda:
+        "../envs/eval-vllm.yaml"
+    threads: 1
+    resources:
+        gpu=0,
+    params:
+        files=rule_files,
+        job=job("locate_vllm", config={}, seeds={}),
+    shell:
+        JOB
+
+
 rule score_bfcl:
     input:
         model=lambda w: model_dir(w.model),
+        vllm=(
+            rules.locate_vllm.output.vllm
+            if config["engines"]["generation"] == "vllm"
+            else []
+        ),
     output:
         score=R("eval", "bfcl", "{model}", "{protocol}", "seed{seed}.json"),
         manifest=manifest("score_bfcl", "{model}-{protocol}-{seed}"),
@@ -47,7 +75,7 @@ rule score_bfcl:
         ),
     shell:
         # One process per (model, protocol, seed): bfcl-eval caches backend instances per process.
-        # At paper scale it starts `vllm serve` from the vLLM env ($VLLM_BIN or beside $VERL_PYTHON).
+        # With vLLM it starts `vllm serve` from the vLLM env, as locate_vllm recorded it (input.vllm).
         JOB
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,31 @@ from toolcall_repro.backends.base import (
 )
 
 
+def llm_keywords(llm_class: type, engine_args_class: type) -> set[str]:
+    """What ``vllm.LLM(model, **kw)`` takes: its own named parameters, and the fields of ``EngineArgs``,
+    to which it passes every other keyword (a name that is neither is a TypeError there)."""
+    own = inspect.signature(llm_class).parameters.values()
+    named = {p.name for p in own if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return named | {f.name for f in dataclasses.fields(engine_args_class) if f.init}
+
+
+def check_engine_args(engine_args: dict[str, Any], vllm: Any) -> None:
+    """Raise ValueError naming every keyword the installed ``vllm`` module's ``LLM`` does not take."""
+    allowed = llm_keywords(vllm.LLM, vllm.EngineArgs)
+    unknown = sorted(set(engine_args) - allowed)
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        near = difflib.get_close_matches(key, sorted(allowed), n=3)
+        hints.append(f"{key}={engine_args[key]!r}" + (f" (did you mean {', '.join(near)}?)" if near else ""))
+    raise ValueError(
+        f"vllm backend: {'; '.join(hints)}: not a parameter of vllm.LLM nor a field of vllm.EngineArgs "
+        f"(vLLM {getattr(vllm, '__version__', '?')}); allowed: those names, plus threads (torch CPU threads, "
+        "not passed to vLLM)"
+    )
+
+
 class VLLMBackend(GenerationBackend):
     """``vllm.LLM.generate`` with one ``SamplingParams`` per prompt, seeded with ``derive_seed(seed, index)``.
 
@@ -23,18 +51,28 @@ class VLLMBackend(GenerationBackend):
 
     kind = "vllm"
 
-    def __init__(self, model_dir: str | Path, tensor_parallel_size: int = 1, **llm_kwargs: Any):
+    def __init__(
+        self,
+        model_dir: str | Path,
+        tensor_parallel_size: int = 1,
+        threads: int | None = None,
+        **engine_args: Any,
+    ):
+        """``threads`` (torch CPU threads, which every scorer passes to any backend) is taken here and not
+        passed on: vLLM's ``EngineArgs`` has no such field, and on a GPU vLLM sizes its own workers.
+        ``engine_args`` go to ``vllm.LLM``; a name it does not take is refused before the engine starts."""
         try:
-            from vllm import LLM, SamplingParams
+            import vllm
         except ImportError as exc:
             raise RuntimeError(
                 "the vllm backend needs vLLM 0.24.0 and a GPU: run it in workflow/envs/eval-vllm.yaml, or "
                 "pip install 'toolcall-repro[gpu]' into an env without the eval extra (vLLM needs numpy>=2, "
                 "bfcl-eval pins numpy 1.26.4)"
             ) from exc
-        self._sampling_params = SamplingParams
+        check_engine_args(engine_args, vllm)
+        self._sampling_params = vllm.SamplingParams
         self.model_dir = Path(model_dir)
-        self.llm = LLM(model=str(model_dir), tensor_parallel_size=tensor_parallel_size, **llm_kwargs)
+        self.llm = vllm.LLM(model=str(model_dir), tensor_parallel_size=tensor_parallel_size, **engine_args)
         self.tokenizer = self.llm.get_tokenizer()
         vocab = self.tokenizer.get_vocab()
         self.stop_token_ids = [vocab[t] for t in STOP_TOKENS if t in vocab]

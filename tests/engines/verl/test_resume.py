@@ -62,22 +62,23 @@ def test_a_first_attempt_starts_fresh_and_a_retry_resumes_from_the_checkpoint(
     assert retry.toolcall.fingerprint == cfg.toolcall.fingerprint
 
 
-def test_another_runs_checkpoints_are_discarded_with_a_log_line(tmp_path, tokenizer, model_dir, gpu_free):
+def test_another_runs_checkpoints_are_moved_aside_with_a_log_line(tmp_path, tokenizer, model_dir, gpu_free):
     overrides, cfg, _ = attempt(tmp_path, tokenizer, model_dir)
     killed_at(2, overrides, tokenizer)
     checkpoints = tmp_path / "train" / "single_turn" / "efficient" / "checkpoints"
     shutil.copytree(checkpoints, tmp_path / "saved")
-    for changes in ({"seed": 6}, {"lr": 2e-6}, {"epochs": 4}):  # seed, config
+    for n, changes in enumerate(({"seed": 6}, {"lr": 2e-6}, {"epochs": 4}), start=1):  # seed, config
         if not checkpoints.exists():
             shutil.copytree(tmp_path / "saved", checkpoints)
         _, other, messages = attempt(tmp_path, tokenizer, model_dir, **changes)
         assert other.toolcall.fingerprint != cfg.toolcall.fingerprint, changes
         assert other.trainer.resume_mode == "disable" and other.trainer.resume_from_path is None
+        aside = checkpoints.with_name(f"checkpoints.stale-{cfg.toolcall.fingerprint[:12]}-{n}")
         assert messages == [
-            f"discarding checkpoints in {checkpoints}: global_step_2 is another run's"
-            " (config, seed, data or base weights differ)"
+            f"not resuming from {checkpoints}: global_step_2 is another run's (config, seed, data or base "
+            f"weights differ); moved to {aside} (delete it when you do not need it)"
         ]
-        assert not checkpoints.exists()
+        assert not checkpoints.exists() and (aside / "global_step_2" / launch.CHECKPOINT_STATE).is_file()
 
 
 def test_a_checkpoint_without_verls_completion_marker_does_not_count(
@@ -88,8 +89,9 @@ def test_a_checkpoint_without_verls_completion_marker_does_not_count(
     (tmp_path / "train" / "single_turn" / "efficient" / "checkpoints" / launch.TRACKER).unlink()
     _, retry, messages = attempt(tmp_path, tokenizer, model_dir)
     assert retry.trainer.resume_mode == "disable"
-    assert messages == [f"discarding checkpoints in {cfg.trainer.default_local_dir}: no {launch.TRACKER}: "
-                        "no checkpoint was completed"]  # fmt: skip
+    root = cfg.trainer.default_local_dir
+    assert messages == [f"not resuming from {root}: no {launch.TRACKER}: no checkpoint was completed; moved to "
+                        f"{root}.stale-incomplete-1 (delete it when you do not need it)"]  # fmt: skip
 
 
 def test_a_different_base_model_is_another_run(tmp_path, tokenizer, model_dir, gpu_free):

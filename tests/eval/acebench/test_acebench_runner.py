@@ -91,6 +91,20 @@ def test_cli_runs_a_tiny_model_and_summarises_seeds(data_dir, tiny_model_dir, tm
     assert summary["metrics"]["fixed/overall"]["mean"] == pytest.approx(doc["summary_fixed"]["overall"])
 
 
+def test_cli_scores_through_vllm_as_score_acebench_runs_at_paper_scale(
+    data_dir, tiny_model_dir, tmp_path, protocol_json, fake_vllm
+):
+    """Paper scale: the protocol's backend is vllm and the rule passes --threads; vLLM 0.24.0's constructor
+    (the `fake_vllm` stand-in) has no `threads` keyword."""
+    out = tmp_path / "seed0.json"
+    argv = ["--data-dir", str(data_dir), "--model", str(tiny_model_dir), "--protocol", protocol_json(backend="vllm"),
+            "--seed", "0", "--categories", "normal_atom_bool", "--limit", "1", "--threads", "2", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    (llm,) = fake_vllm.LLM.instances
+    assert llm.calls and llm.engine_args.model == str(tiny_model_dir)
+    assert json.loads(out.read_text())["categories"]["normal_atom_bool"]["total"] == 1
+
+
 def test_score_and_summarise_jobs_write_what_the_cli_writes(
     data_dir, tiny_model_dir, tmp_path, protocol_json, run_stage
 ):

@@ -169,3 +169,47 @@ def test_bfcl_starts_vllm_serve_from_the_vllm_env(tiny_model_dir, tmp_path, monk
         vllm_executable(environ={"VLLM_BIN": str(tmp_path / "nope"), "PATH": str(vllm_env)})
     with pytest.raises(VLLMNotFound, match="export VLLM_BIN"):
         vllm_executable(environ={"PATH": str(tmp_path)})
+
+
+def test_locate_vllm_records_the_vllm_envs_vllm_and_score_bfcl_serves_with_it(
+    tiny_model_dir, tmp_path, monkeypatch, run_stage
+):
+    """Paper scale under plain `--sdm conda`, nothing exported: locate_vllm runs in the vLLM env
+    (eval-vllm.yaml, its bin on PATH as conda activates it) and records that env's `vllm`; score_bfcl runs
+    in the BFCL env, where no `vllm` is on PATH, and serves with the recorded one."""
+    import os
+    import shutil
+    import sys
+
+    vllm_env = tmp_path / "conda" / "eval-vllm" / "bin"
+    vllm_env.mkdir(parents=True)
+    record = tmp_path / "argv.json"
+    (vllm_env / "vllm").write_text(FAKE_VLLM.format(python=sys.executable, record=str(record), answer=ANSWER))
+    (vllm_env / "vllm").chmod(0o755)
+    for name in ("VLLM_BIN", "VERL_PYTHON"):
+        monkeypatch.delenv(name, raising=False)
+    bfcl_path = os.environ["PATH"]
+    assert shutil.which("vllm", path=bfcl_path) is None
+    location = tmp_path / "eval" / "bfcl" / "vllm.json"
+    monkeypatch.setenv("PATH", f"{vllm_env}{os.pathsep}{bfcl_path}")
+    manifest = run_stage(
+        "locate_vllm", input={}, config={}, seeds={},
+        output={"vllm": str(location), "manifest": str(tmp_path / "manifests" / "locate_vllm" / "all.json")},
+    )  # fmt: skip
+    assert json.loads(location.read_text())["vllm"] == str(vllm_env / "vllm")
+    assert manifest["rule"] == "locate_vllm"
+
+    monkeypatch.setenv("PATH", bfcl_path)  # the BFCL env: no vLLM (numpy)
+    protocol = {"id": "default", "system_prompt": "bfcl_default", "template": "native", "thinking": "drop",
+                "temperature": 0.7, "top_p": 1.0, "max_tokens": 16, "seed": 0, "backend": "vllm"}  # fmt: skip
+    score = tmp_path / "eval" / "bfcl" / "base" / "default" / "seed0.json"
+    run_stage(
+        "bfcl", input={"model": str(tiny_model_dir), "vllm": str(location)},
+        output={"score": str(score), "manifest": str(tmp_path / "manifests" / "score_bfcl" / "base-default-0.json")},
+        config={"bfcl": {"categories": ["simple_python"], "limit": 2}, "protocol": protocol,
+                "model": {"tag": "base", "source": "base"}},
+        seeds={"eval": 0}, threads=1,
+    )  # fmt: skip
+    assert json.loads(record.read_text())[:2] == ["serve", str(tiny_model_dir)]
+    doc = json.loads(score.read_text())
+    assert doc["categories"]["simple_python"]["total"] == 2 and doc["summary"]["inference_errors"] == 0

@@ -44,6 +44,51 @@ VERL_DEFAULTS: dict = {
     "vllm": {"enforce_eager": False, "max_num_batched_tokens": 8192, "max_num_seqs": 256},
     "extra_overrides": [],
 }
+# train.verl keys that change how fast or where a step runs, never what it computes nor how the actor's
+# checkpoint is laid out: the resume fingerprint leaves them out (run_identity), so retuning one for a retry
+# (an OOM, a busier node) resumes the run. Each: the overrides it writes, and why it is performance only.
+# Not here on purpose: nodes, gpus_per_node and ulysses_sp (the FSDP checkpoint is sharded by rank and
+# mesh), max_token_len_per_gpu (verl weights each micro-batch's loss by its rows: the cut can move the
+# gradient), ppo_mini_batch_size (optimizer steps), val_temperature (what the held-out curve measures).
+PERFORMANCE_ONLY: dict[str, tuple[tuple[str, ...], str]] = {
+    "gpu_memory_utilization": (
+        ("actor_rollout_ref.rollout.gpu_memory_utilization",),
+        "vLLM's share of GPU memory (KV cache): how many sequences fit at once",
+    ),
+    "tensor_parallel": (
+        ("actor_rollout_ref.rollout.tensor_model_parallel_size",),
+        "how vLLM shards the rollout engine; the actor and its checkpoint are FSDP's",
+    ),
+    "vllm": (
+        (
+            "actor_rollout_ref.rollout.enforce_eager",
+            "actor_rollout_ref.rollout.max_num_batched_tokens",
+            "actor_rollout_ref.rollout.max_num_seqs",
+        ),
+        "vLLM's CUDA graphs and scheduler batch sizes",
+    ),
+    "gradient_checkpointing": (
+        ("actor_rollout_ref.model.enable_gradient_checkpointing",),
+        "activations recomputed instead of kept: the same gradients",
+    ),
+    "param_offload": (("actor_rollout_ref.actor.fsdp_config.param_offload",), "where FSDP keeps parameters"),
+    "optimizer_offload": (
+        ("actor_rollout_ref.actor.fsdp_config.optimizer_offload",),
+        "where FSDP keeps optimizer state",
+    ),
+    "attn_implementation": (
+        (
+            "actor_rollout_ref.model.override_config.attn_implementation",
+            "actor_rollout_ref.model.use_remove_padding",
+        ),
+        "the attention kernel (exact attention either way); `auto` follows the job's env",
+    ),
+    "ray_num_cpus": (("ray_kwargs.ray_init.num_cpus",), "CPUs Ray schedules workers on"),
+    "max_checkpoints_to_keep": (("trainer.max_actor_ckpt_to_keep",), "how many checkpoints stay on disk"),
+    "extra_overrides": ((), "site-specific settings (NCCL, logging, timeouts); the math has run-config keys"),
+}
+
+
 # The run keys verl's overrides need (runconfig.REQUIRED less what verl reads elsewhere or may leave out:
 # response length from max_response_tokens or max_new_tokens, the held-out set, the two speed-ups).
 RUN_KEYS = tuple(k for k in REQUIRED if k not in ("max_new_tokens", "heldout_size", "filter", "downsample"))
@@ -384,6 +429,17 @@ def build_overrides(
     if any(not isinstance(x, str) or "=" not in x for x in extra):
         raise VerlConfigError(f"train.verl.extra_overrides must be 'key=value' strings, got {extra}")
     return out + extra
+
+
+def run_identity(
+    run: Mapping, verl: Mapping | None, paths: RunPaths, seed: int, *, flash_attn_installed: bool = False
+) -> list[str]:
+    """What a run computes, as overrides: build_overrides less the PERFORMANCE_ONLY ones (the resume
+    fingerprint hashes this list). Raises as build_overrides does, so a bad geometry fails here first."""
+    v = {**merged_verl(verl), "extra_overrides": []}
+    skip = {key for keys, _ in PERFORMANCE_ONLY.values() for key in keys}
+    full = build_overrides(run, v, paths, seed, flash_attn_installed=flash_attn_installed)
+    return [o for o in full if o.split("=", 1)[0].lstrip("+") not in skip]
 
 
 def overrides_text(overrides: list[str]) -> str:

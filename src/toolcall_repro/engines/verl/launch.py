@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import shutil
 import subprocess
 import sys
 import time
@@ -36,22 +35,29 @@ TRACKER = "latest_checkpointed_iteration.txt"  # verl writes it last: a checkpoi
 CHECKPOINT_STATE = "toolcall_state.json"  # adapter.CHECKPOINT_STATE (adapter imports verl; this may not)
 
 
+def to_stderr(message: str) -> None:
+    """prepare's log: the job log (stdout and stderr both go there), on stderr."""
+    print(message, file=sys.stderr)
+
+
 def flash_attn_installed() -> bool:
     """Whether this env (the job's: prepare runs in it) can import flash-attn."""
     return importlib.util.find_spec("flash_attn") is not None
 
 
-def resume_point(checkpoints: str | Path, fingerprint: str, log=print) -> Path | None:
-    """The newest complete checkpoint of this run, or None after discarding whatever is there.
+def resume_point(checkpoints: str | Path, fingerprint: str, log=to_stderr) -> Path | None:
+    """The newest complete checkpoint of this run, or None after moving whatever is there aside.
 
     Complete: verl's marker names `global_step_<N>` and that folder holds the actor, verl's
-    dataloader state and our state. Same run: our state carries this run's fingerprint.
+    dataloader state and our state. Same run: our state carries this run's fingerprint. Anything else
+    is moved to `checkpoints.stale-<its fingerprint[:12], or "incomplete">-<n>` beside it, never deleted:
+    a changed config may be a mistake, and the checkpoints of a long run are days of GPUs.
     """
     root = Path(checkpoints)
     if not root.exists():
         return None
     tracker = root / TRACKER
-    reason, folder = None, None
+    reason, folder, theirs = None, None, None
     if not tracker.is_file():
         reason = f"no {TRACKER}: no checkpoint was completed"
     else:
@@ -59,14 +65,25 @@ def resume_point(checkpoints: str | Path, fingerprint: str, log=print) -> Path |
         missing = [p for p in ("actor", "data.pt", CHECKPOINT_STATE) if not (folder / p).exists()]
         if missing:
             reason = f"{folder.name} lacks {missing}"
-        elif json.loads((folder / CHECKPOINT_STATE).read_text()).get("fingerprint") != fingerprint:
-            reason = f"{folder.name} is another run's (config, seed, data or base weights differ)"
+        else:
+            theirs = json.loads((folder / CHECKPOINT_STATE).read_text()).get("fingerprint")
+            if theirs != fingerprint:
+                reason = f"{folder.name} is another run's (config, seed, data or base weights differ)"
     if reason is None:
         log(f"resuming from {folder}")
         return folder
-    log(f"discarding checkpoints in {root}: {reason}")
-    shutil.rmtree(root)
+    aside = move_aside(root, str(theirs or "incomplete")[:12])
+    log(f"not resuming from {root}: {reason}; moved to {aside} (delete it when you do not need it)")
     return None
+
+
+def move_aside(root: Path, tag: str) -> Path:
+    """Rename `root` to `<root>.stale-<tag>-<n>`, the first n not taken."""
+    n = 1
+    while (target := root.with_name(f"{root.name}.stale-{tag}-{n}")).exists():
+        n += 1
+    root.rename(target)
+    return target
 
 
 def _log_lines(path: Path) -> list[tuple[int, str]]:
@@ -184,7 +201,7 @@ def prepare(
     validate: bool = True,
     flash_attn: bool | None = None,
     job_start_s: float | None = None,
-    log=print,
+    log=None,
 ) -> list[str]:
     """Write `<out>/verl/{train,heldout}.parquet, data_report.json, overrides.txt, run.json`.
 
@@ -196,8 +213,8 @@ def prepare(
     run, verl = split_config(config, verl_config, nodes, gpus_per_node)
     paths = hydra.RunPaths.under(str(Path(out).resolve()), str(Path(base).resolve()))
     flash_attn = flash_attn_installed() if flash_attn is None else bool(flash_attn)
-    # fails fast on a bad geometry; the run's identity (fingerprint) is this list before resuming
-    identity = hydra.build_overrides(run, verl, paths, seed, flash_attn_installed=flash_attn)
+    # fails fast on a bad geometry; the run's identity (fingerprint) is what it computes, not how fast
+    identity = hydra.run_identity(run, verl, paths, seed, flash_attn_installed=flash_attn)
     if tokenizer is None:
         from transformers import AutoTokenizer
 
@@ -220,7 +237,7 @@ def prepare(
     work = Path(paths.log_jsonl).parent
     _write_json(work / DATA_REPORT, report)
     fingerprint = run_fingerprint({"overrides": identity}, int(seed), fingerprint_rows, base)
-    folder = resume_point(paths.checkpoints, fingerprint, log=log)
+    folder = resume_point(paths.checkpoints, fingerprint, log=log or to_stderr)
     carry_log(work, None if folder is None else int(folder.name.split("_")[-1]), job_start_s)
     overrides = hydra.build_overrides(
         run,

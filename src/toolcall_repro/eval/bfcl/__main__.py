@@ -217,11 +217,15 @@ def run_job(j) -> None:
     """The score_bfcl job (toolcall_repro.job): one (model, protocol, seed) generated and scored.
 
     config: {bfcl: evaluate.bfcl, protocol: its spec (seed and backend included), model: {tag, ...}};
-    the raw result files go to <score>.work beside the score file.
+    input.vllm (vLLM protocols): locate_vllm's record of the `vllm` to serve with. The raw result files go
+    to <score>.work beside the score file.
     """
+    from toolcall_repro.eval.bfcl.locate import recorded_vllm
+
     print(f"BFCL_PROJECT_ROOT={_private_bfcl_root()}", file=sys.stderr)
     score = j.out("score")
     protocol = j.config["protocol"]
+    location = j.paths("vllm")  # vllm protocols at paper scale: locate_vllm's record (the vLLM env's vllm)
     run(
         model_dir=j.path("model"),
         model_tag=j.config["model"]["tag"],
@@ -233,6 +237,7 @@ def run_job(j) -> None:
         work_dir=os.path.splitext(score)[0] + ".work",
         out=score,
         threads=int(j.option("threads")),
+        vllm_bin=recorded_vllm(location[0]) if location else None,
     )
 
 

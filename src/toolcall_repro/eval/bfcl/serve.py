@@ -3,8 +3,8 @@
 Either bfcl-eval's own spin-up (`OSSHandler.spin_up_local_server` runs `vllm serve` on a free port and
 waits for it) or a server the workflow already started (`server_url`). vLLM cannot live in the BFCL
 environment (vLLM 0.24.0 needs numpy>=2, bfcl-eval pins 1.26.4), so the `vllm` that bfcl-eval starts is
-the vLLM environment's executable (`vllm_executable`), put first on PATH for the spin-up only. Many entries run concurrently
-against it, so the server can batch; every request carries its own seed, so results do not depend on
+the vLLM environment's executable (`locate.py`), put first on PATH for the spin-up only. Many entries run
+concurrently against it, so the server can batch; every request carries its own seed, so results do not depend on
 which requests happened to share a batch.
 """
 
@@ -14,16 +14,18 @@ import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from openai import OpenAI
 
 from toolcall_repro.backends import Generation
 from toolcall_repro.eval.bfcl.handler import ProtocolQwenHandler
+from toolcall_repro.eval.bfcl.locate import VLLMNotFound, vllm_executable
 from toolcall_repro.protocol import Protocol
+
+__all__ = ["VLLMNotFound", "attach_server", "server_generate_fn", "vllm_executable", "vllm_first_on_path"]
 
 # Sampling is exactly the protocol's: switch off the model's own generation defaults (Qwen3 ships top_k=20).
 NEUTRAL_SAMPLING = {"top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0}
@@ -33,36 +35,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-class VLLMNotFound(RuntimeError):
-    """No `vllm` executable to serve with: the BFCL env has no vLLM (numpy), the vLLM env must be named."""
-
-
-def vllm_executable(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> str:
-    """The `vllm` to serve with: `explicit`, else $VLLM_BIN, else the one beside $VERL_PYTHON, else PATH's.
-
-    VERL_PYTHON is the paper-scale training env (verl[vllm]: vLLM 0.24.0), which docs/cluster.md has users
-    export already; VLLM_BIN names any other env's `vllm` (e.g. the conda env of eval-vllm.yaml).
-    """
-    environ = os.environ if environ is None else environ
-    candidates = [("--vllm-bin", explicit), ("VLLM_BIN", environ.get("VLLM_BIN"))]
-    if environ.get("VERL_PYTHON"):
-        candidates.append(("VERL_PYTHON", str(Path(environ["VERL_PYTHON"]).parent / "vllm")))
-    for source, path in candidates:
-        if not path:
-            continue
-        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-            raise VLLMNotFound(f"{source}: {path} is not an executable `vllm`")
-        return str(Path(path).absolute())
-    found = shutil.which("vllm", path=environ.get("PATH"))
-    if found:
-        return found
-    raise VLLMNotFound(
-        "BFCL with the vllm backend starts `vllm serve` from the vLLM environment, and none is named: "
-        "export VLLM_BIN=/path/to/env/bin/vllm (or VERL_PYTHON=/path/to/.venv-verl/bin/python), or pass "
-        "--server-url of a running server (docs/cluster.md)"
-    )
 
 
 @contextmanager
