@@ -49,7 +49,7 @@ def make_run(root: Path, weights: str = "w1", table_acc: str = "0.5", wall: str 
 
 def test_timing_keys_and_columns_are_left_out_and_results_are_not():
     for key in ("wall_clock_s", "cpu_s", "finished_at", "timing_s/gen", "time_to_target", "speedup", "update_time",
-                "throughput"):
+                "throughput", "latency", "update_share", "gpu_hours", "cost_ratio", "step_costs", "predicted_step_ratio"):
         assert digests.is_timing(key), key
     for key in ("accuracy", "steps", "keep_ratio", "rollouts", "n_groups", "seeds", "reward_std", "heldout_size"):
         assert not digests.is_timing(key), key

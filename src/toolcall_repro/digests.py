@@ -27,11 +27,13 @@ from pathlib import Path, PurePosixPath
 
 from toolcall_repro.provenance import config_hash
 
-# A key or column that records time, not a result: wall/CPU/GPU seconds, timestamps, throughput, and the
-# figures derived from them (time to a target, speedups measured in seconds).
+# A key or column that records time, not a result: wall/CPU/GPU seconds, timestamps, throughput, latency,
+# and the figures derived from them (time to a target, speedups, costs and hours, the update's share of a
+# step and the cost ratio predicted from it).
 TIMING = re.compile(
     r"(^|[_./ -])(wall|cpu|gpu|device|time|times|timing|seconds|elapsed|duration|throughput|finished|started"
-    r"|speedup|secs?)([_./ -]|$)|(_s|_sec|_ms|_at)$|^(s|t)$",
+    r"|speedup|secs?|latency|hours|cost|costs|update_share|not_reached_share|predicted_step_ratio)([_./ -]|$)"
+    r"|(_s|_sec|_ms|_at)$|^(s|t)$",
     re.IGNORECASE,
 )
 # Path parts and suffixes that are not digested, and why (the reason is printed by `digests --explain`).
