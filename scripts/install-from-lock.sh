@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Install one environment from its lock, and nothing else. Why: requirements/<env>.lock (scripts/lock.sh)
 # holds the exact version and sha256 hashes of every package, so pip, with --require-hashes --no-deps,
-# makes no resolver decision; then this package itself, --no-deps --no-build-isolation (its build backend,
-# setuptools, is in the lock); last a marker $PREFIX/toolcall-repro-lock.json naming the lock and its
-# sha256, which the manifests read from sys.prefix.
+# makes no resolver decision. The lock's setuptools goes in first: the few packages PyPI has only as sdists
+# (sqlitedict, word2number, rouge-score, antlr4-python3-runtime, ...) are then built with it, without build
+# isolation, so no build requirement is fetched unpinned either. Then this package itself, --no-deps
+# --no-build-isolation; last a marker $PREFIX/toolcall-repro-lock.json naming the lock and its sha256,
+# which the manifests read from sys.prefix.
 #   scripts/install-from-lock.sh PYTHON ENV                  lock, package, marker (install.sh, install-verl-env.sh)
 #   scripts/install-from-lock.sh --package-only PYTHON ENV   package, marker (workflow/envs/*.post-deploy.sh:
 #                                                            the conda env's pip section installed the lock)
 # torch==2.13.0+cpu (main, verl-cpu) is not on PyPI: this machine's pip finds it in /opt/wheels (pip config
-# find-links); elsewhere set TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu, passed to pip as
-# --extra-index-url only when set (pip then asks that index about every package of the lock as well, and
-# still installs only files whose sha256 the lock holds).
+# find-links); elsewhere set TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu. When set, the lock's torch
+# entry is installed first with that index as --extra-index-url (hash-checked as well), and the rest without
+# it: pip would otherwise ask that index about every package (where it is unreachable, as here, 5 retries
+# and ~8 s each: half an hour for a lock).
 # Idempotent: a rerun installs what is missing or differs from the lock and keeps the rest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,11 +34,17 @@ if [ ! -f "$LOCK" ]; then
   exit 2
 fi
 if [ "$PACKAGE_ONLY" = 0 ]; then
-  INDEX=()
-  if [ -n "${TORCH_INDEX_URL:-}" ]; then
-    INDEX=(--extra-index-url "$TORCH_INDEX_URL")
+  # entries REGEX: the lock's entries whose line matches REGEX, with their hashes
+  entries() { awk -v re="$1" '/^[^ #]/ { keep = ($0 ~ re) } keep' "$LOCK"; }
+  FIRST=$(mktemp)
+  trap 'rm -f "$FIRST"' EXIT
+  entries '^setuptools==' >"$FIRST"
+  "$PY" -m pip install -q --require-hashes --no-deps -r "$FIRST"
+  if [ -n "${TORCH_INDEX_URL:-}" ] && grep -q '^torch==' "$LOCK"; then
+    entries '^torch==' >"$FIRST"
+    "$PY" -m pip install -q --require-hashes --no-deps --extra-index-url "$TORCH_INDEX_URL" -r "$FIRST"
   fi
-  if ! "$PY" -m pip install -q --require-hashes --no-deps "${INDEX[@]}" -r "$LOCK"; then
+  if ! "$PY" -m pip install -q --require-hashes --no-deps --no-build-isolation -r "$LOCK"; then
     if grep -q '^torch==[^ ]*+cpu ' "$LOCK" && [ -z "${TORCH_INDEX_URL:-}" ]; then
       echo "$0: if pip found no $(grep -o '^torch==[^ ]*' "$LOCK"): it is on the PyTorch CPU index, not on PyPI:" >&2
       echo "  TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash $0 $*" >&2

@@ -96,19 +96,28 @@ def pip_install_problems(script: str, text: str) -> list[str]:
     for line in text.splitlines():
         code = line.split("#", 1)[0] if not line.lstrip().startswith("#") else ""
         if re.search(r"\bpip\b.*\binstall\b", code):
-            lock = "--require-hashes" in code and re.search(r'-r "\$LOCK"', code)
+            lock = "--require-hashes" in code and re.search(r'-r "\$(LOCK|FIRST)"', code)
             package = code.rstrip().endswith("--no-build-isolation -e .")
             flash_attn = code.rstrip().endswith('--no-build-isolation "$FLASH_ATTN_PIN"')
             if "--no-deps" not in code or not (lock or package or flash_attn):
                 problems.append(f"{script}: an install that is not from a lock: {line.strip()}")
             if lock and script != "install-from-lock.sh":
                 problems.append(f"{script}: installs a lock itself instead of through install-from-lock.sh")
+        elif re.search(r"\bpip\b", code) and script != "install-from-lock.sh":
+            problems.append(f"{script}: runs pip other than through install-from-lock.sh: {line.strip()}")
         for env in re.findall(r"install-from-lock\.sh\"? (?:--package-only )?\S+ (\S+)", code):
             env = env.strip('"')
             if env != "$LOCK_ENV" and not locks.lock_path(env).exists():
                 problems.append(f"{script}: install-from-lock.sh ... {env}: no requirements/{env}.lock")
     if script == "install-from-lock.sh" and "LOCK=requirements/$ENV.lock" not in text:
         problems.append("install-from-lock.sh: $LOCK is not requirements/$ENV.lock")
+    for target in re.findall(r'^\s*(.*)>"\$FIRST"$', text, re.M):
+        if not re.fullmatch(r"entries '\^[a-z]+==' ", target):
+            problems.append(
+                f"{script}: $FIRST is written by {target.strip()!r}, not by `entries` of the lock"
+            )
+    if "$FIRST" in text and 'awk -v re="$1" \'/^[^ #]/ { keep = ($0 ~ re) } keep\' "$LOCK"' not in text:
+        problems.append(f"{script}: `entries` does not read the lock's entries")
     if script == "install-verl-env.sh":
         for env in re.findall(r"LOCK_ENV=(\S+)", text):
             if env != "$LOCK_ENV" and not locks.lock_path(env).exists():
@@ -128,6 +137,15 @@ def env_file_problems(env_file: Path) -> list[str]:
     conda = [re.split(r"[=<>]", dep)[0] for dep in spec["dependencies"] if isinstance(dep, str)]
     if sorted(conda) != ["pip", "python"]:
         problems.append(f"{name}: conda packages besides python and pip: {conda}")
+    pip_pin = [dep for dep in spec["dependencies"] if isinstance(dep, str) and re.match(r"pip\b", dep)]
+    if (
+        not pip_pin
+        or not re.fullmatch(r"pip=(\d+)(\.\d+)*", pip_pin[0])
+        or int(pip_pin[0][4:].split(".")[0]) < 24
+    ):
+        problems.append(
+            f"{name}: conda's pip must be pinned to 24 or later (23.2 fails on extras with hashes)"
+        )
     wanted = f"-r ../../requirements/{lock}.lock"
     for line in pip_lines:
         if line != wanted and line not in PIP_SECTION_OPTIONS:
@@ -227,10 +245,15 @@ def test_install_scripts_use_the_locks_they_should():
     assert re.search(r"^\s*cpu\) LOCK_ENV=verl-cpu", text["install-verl-env.sh"], re.M)
     assert re.search(r"^\s*--gpu\) LOCK_ENV=train-verl", text["install-verl-env.sh"], re.M)
     # the lock install: hash-checked, no dependency resolution; the package: no resolution, no build env
-    assert (
-        '-m pip install -q --require-hashes --no-deps "${INDEX[@]}" -r "$LOCK"'
-        in text["install-from-lock.sh"]
-    )
+    install = text["install-from-lock.sh"]
+    assert '-m pip install -q --require-hashes --no-deps --no-build-isolation -r "$LOCK"' in install
+    # the build backend first, so that sdists of the lock build without an isolated (unpinned) build env
+    setuptools = install.index("entries '^setuptools==' >\"$FIRST\"")
+    assert setuptools < install.index('--no-deps -r "$FIRST"') < install.index('-r "$LOCK"')
+    # TORCH_INDEX_URL reaches pip for the lock's torch entry only (hash-checked too)
+    torch_line = '--require-hashes --no-deps --extra-index-url "$TORCH_INDEX_URL" -r "$FIRST"\n'
+    assert torch_line in install and install.count('"$TORCH_INDEX_URL"') == 1
+    assert install.index("entries '^torch==' >\"$FIRST\"") < install.index(torch_line)
     assert "-m pip install -q --no-deps --no-build-isolation -e ." in text["install-from-lock.sh"]
     assert "toolcall-repro-lock.json" in text["install-from-lock.sh"]
 
@@ -338,10 +361,20 @@ def test_unlocked_installs_in_scripts_are_found(copy):
             '"$VENV/bin/python" -m pip install -q --no-build-isolation "$FLASH_ATTN_PIN"',
         ),
         ("install-verl-env.sh", 'bash scripts/install-from-lock.sh "$VENV/bin/python" verl-gpu'),
+        ("install-verl-env.sh", 'PIP=("$VENV/bin/python" -m pip)'),
         ("install-from-lock.sh", '"$PY" -m pip install -q --no-deps -r "$LOCK"'),
+        ("install-from-lock.sh", '"$PY" -m pip install -q --extra-index-url "$TORCH_INDEX_URL" -r "$LOCK"'),
     ]:
         text = (REPO / "scripts" / script).read_text() + line + "\n"
         assert pip_install_problems(script, text), (script, line)
+
+
+def test_a_first_install_not_taken_from_the_lock_is_found():
+    text = (REPO / "scripts" / "install-from-lock.sh").read_text()
+    assert pip_install_problems("install-from-lock.sh", text) == []
+    for old, new in [("entries '^torch==' >", "echo torch==2.13.0 >"), ("awk -v re=", "grep -E ")]:
+        assert old in text
+        assert pip_install_problems("install-from-lock.sh", text.replace(old, new)), new
 
 
 def test_env_file_drift_is_found(copy):
@@ -352,7 +385,9 @@ def test_env_file_drift_is_found(copy):
         "- -r ../../requirements/main.lock\n      - -e ../..",
     )
     edit(envs / "eval-bfcl.yaml", "  - pip=24\n", "  - pip=24\n  - pytorch=2.5\n")
+    edit(envs / "train-verl.yaml", "  - pip=24\n", "  - pip=23.2\n")
     edit(envs / "eval-vllm.yaml", "requirements/eval-vllm.lock\n", "requirements/eval-bfcl.lock\n")
+    assert any("pinned to 24" in p for p in env_file_problems(envs / "train-verl.yaml"))
     (envs / "train-verl.post-deploy.sh").unlink()
     for name in ENV_FILE_LOCKS:
         assert env_file_problems(envs / name), name
