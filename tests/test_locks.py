@@ -289,7 +289,9 @@ def test_installed_env_names_a_current_lock():
     """A venv made by the install scripts records its lock; it must be today's (else rerun the install)."""
     marker = Path(sys.prefix) / "toolcall-repro-lock.json"
     if not marker.exists():
-        pytest.skip(f"{sys.prefix} was not installed from a lock (no {marker.name})")
+        pytest.skip(
+            f"{sys.prefix} was not installed from a lock (no {marker.name}: scripts/install.sh writes it)"
+        )
     recorded = json.loads(marker.read_text())
     lock = REPO / recorded["lock"]
     assert recorded["lock"] == f"requirements/{recorded['env']}.lock" and lock.exists(), recorded
