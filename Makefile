@@ -1,11 +1,15 @@
 # The two entry points of the README. Both install what they need first (idempotent).
-.PHONY: install install-verl run test lint reference
+.PHONY: install install-verl lock run test lint reference
 
 install:
 	bash scripts/install.sh
 
 install-verl:
 	bash scripts/install-verl-env.sh
+
+# Regenerate requirements/*.lock from requirements/*.in (needs uv and PyPI; installs read only the locks).
+lock:
+	bash scripts/lock.sh
 
 # The embedded default, end to end on 2 local cores, no network.
 # Jobs call `python -m toolcall_repro ...`, so the venv's bin goes first on PATH.

@@ -1,44 +1,41 @@
 #!/usr/bin/env bash
-# Create .venv-verl: verl 0.9.1 (numpy>=2, so apart from .venv and its bfcl-eval pin) + this package.
-#   bash scripts/install-verl-env.sh         CPU: the verl CPU tests (CI, laptops)
-#   bash scripts/install-verl-env.sh --gpu   a GPU node: verl's vLLM stack (paper-scale training, `vllm serve`)
-#   FLASH_ATTN=1 bash scripts/install-verl-env.sh --gpu   also compile flash-attn (CUDA toolkit, tens of minutes)
-# The --gpu pins are workflow/envs/train-verl.yaml's (checked by tests/workflow/test_envs_resolve.py).
-# torch goes in first, pinned: anything that asks for an unpinned torch would pull a multi-GB CUDA build.
-# Idempotent: reruns only top up what is missing.
+# Create .venv-verl: verl 0.9.1 (numpy>=2, so apart from .venv and its bfcl-eval pin) + this package, from
+# a lock alone (exact versions and sha256 hashes of every package, made by scripts/lock.sh): no resolver
+# decision is left to install time, and torch is the build the lock pins.
+#   bash scripts/install-verl-env.sh         CPU: the verl CPU tests (CI, laptops): requirements/verl-cpu.lock
+#                                            (torch 2.13.0+cpu: TORCH_INDEX_URL, as in scripts/install.sh)
+#   bash scripts/install-verl-env.sh --gpu   a GPU node: verl's vLLM stack (paper-scale training, `vllm serve`,
+#                                            lm-eval): requirements/train-verl.lock, the lock that
+#                                            workflow/envs/train-verl.yaml installs too (same packages)
+#   FLASH_ATTN=1 bash scripts/install-verl-env.sh --gpu   also compile flash-attn (CUDA toolkit, tens of
+#                                            minutes): the one package outside the locks (an sdist that builds
+#                                            against the installed torch), added with --no-deps
+# Idempotent: a rerun installs what is missing or differs from the lock. A venv made for the other mode
+# (its toolcall-repro-lock.json names the other lock) is made anew.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 VENV=${VERL_VENV:-.venv-verl}
 MODE=${1:-cpu}
-GPU_TORCH=torch==2.11.0
-GPU_VERL="verl[vllm]==0.9.1"
-GPU_LMEVAL="lm-eval[vllm]==0.4.13" # lm-eval on vLLM, as workflow/envs/eval-vllm.yaml (scripts/gpu_smoke.sh)
 FLASH_ATTN_PIN=flash-attn==2.8.3
-[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-PIP=("$VENV/bin/python" -m pip install -q)
-"${PIP[@]}" --upgrade pip
 case "$MODE" in
-  cpu)
-    "${PIP[@]}" torch==2.13.0
-    "${PIP[@]}" "verl[verl-core]==0.9.1" "pytest>=8" "hypothesis>=6.100"
-    ;;
-  --gpu)
-    # verl 0.9.1's own `vllm` extra pins vllm==0.24.0, torch==2.11.0 and transformers==5.9.0.
-    "${PIP[@]}" "$GPU_TORCH"
-    "${PIP[@]}" "$GPU_TORCH" "$GPU_VERL" "$GPU_LMEVAL" "pytest>=8"
-    # Optional: flash-attn compiles against the torch above (hence no build isolation). Without it the
-    # composed verl config uses SDPA, as in the conda env (workflow/envs/train-verl.yaml).
-    if [ "${FLASH_ATTN:-0}" = 1 ]; then
-      "${PIP[@]}" --no-build-isolation "$FLASH_ATTN_PIN"
-    fi
-    ;;
+  cpu) LOCK_ENV=verl-cpu ;;
+  --gpu) LOCK_ENV=train-verl ;;
   *)
     echo "usage: $0 [--gpu]" >&2
     exit 2
     ;;
 esac
-# This package without its dependencies: they are verl's (plus the few below); never bfcl-eval here.
-"${PIP[@]}" pyyaml jsonschema
-"${PIP[@]}" --no-deps -e .
+MARKER=$VENV/toolcall-repro-lock.json
+if [ -f "$MARKER" ] && ! grep -q "\"env\": \"$LOCK_ENV\"" "$MARKER"; then
+  echo "install-verl-env.sh: $VENV was installed from another lock ($MARKER); making it anew" >&2
+  rm -rf "$VENV"
+fi
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+bash scripts/install-from-lock.sh "$VENV/bin/python" "$LOCK_ENV"
+# Optional: flash-attn compiles against the locked torch (hence no build isolation; its dependencies are
+# in the lock). Without it the composed verl config uses SDPA, as in the conda env (train-verl.yaml).
+if [ "$MODE" = --gpu ] && [ "${FLASH_ATTN:-0}" = 1 ]; then
+  "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation "$FLASH_ATTN_PIN"
+fi
 "$VENV/bin/python" -c "import numpy, torch, verl, toolcall_repro; print('verl', verl.__version__, '| torch', torch.__version__, '| numpy', numpy.__version__, '| $VENV ready')"

@@ -1,20 +1,24 @@
-"""Every environment the pipeline builds resolves against the package registry, for the GPU nodes' platform.
+"""Every lock is what its declared inputs resolve to on the registry today, for the GPU nodes' platform.
 
-Snakemake builds every conda env of the DAG before its first job, so one unresolvable env stops a whole
-paper run (vLLM 0.24.0 needs numpy>=2 through opencv; bfcl-eval pins numpy==1.26.4). Each env's pip part
-(and each pyproject extra set an install script uses) is resolved with `uv pip compile` for linux-x86_64
-and the env's Python, without installing anything. flash-attn ships only an sdist that needs torch to
-build, so it is checked apart: the pinned release exists and is installed after its torch.
+Snakemake builds every conda env of the DAG before its first job, and every install takes a lock
+(requirements/<env>.lock): a lock that no longer follows from its inputs (a .in file or pyproject.toml edited
+without `scripts/lock.sh`, a pin the registry yanked) would install something nobody declared. Each lock is
+compiled again here exactly as `scripts/lock.sh` does (`uv pip compile --generate-hashes` for linux x86_64
+and Python 3.11, releases after scripts/locks.py's EXCLUDE_NEWER ignored, nothing installed) and must come
+out with the same packages, versions and hashes. The offline checks of the locks (inputs digest, declared
+pins, hashes, which lock each install uses) are tests/test_locks.py. flash-attn ships only an sdist that
+needs torch to build, so it stays out of the locks and is checked apart: the pinned release exists.
 
-Needs the registry (PyPI). Where it is unreachable the tests fail, naming the cause; on a machine that is
-offline on purpose, `TOOLCALL_SKIP_REGISTRY=1` turns that into a skip (never set it in CI).
+Needs the registry (PyPI; torch==2.13.0+cpu from /opt/wheels, or the PyTorch CPU index where that is
+missing). Where it is unreachable the tests fail, naming the cause; on a machine that is offline on purpose,
+`TOOLCALL_SKIP_REGISTRY=1` turns that into a skip (never set it in CI).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,69 +27,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-ENVS = REPO / "workflow" / "envs"
-PLATFORM = "x86_64-manylinux_2_28"  # the GPU nodes' (and CI's) platform
-REGISTRY = "https://pypi.org/simple"
-# Conda packages that pip also sees, as pip requirements; any other conda dependency must be added here.
-CONDA_TO_PIP = {"pytorch": "torch"}
-CONDA_ONLY = {"pip", "cpuonly"}
-FLASH_ATTN = "flash-attn"
-ENV_FILES = sorted(p.name for p in ENVS.glob("*.yaml"))
+_spec = importlib.util.spec_from_file_location("toolcall_repro_locks", REPO / "scripts" / "locks.py")
+locks = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(locks)
 
-
-def env_requirements(env_file: Path) -> tuple[str, list[str]]:
-    """(python version, pip requirement lines) of a conda env file; `-e ../..` becomes this checkout."""
-    spec = yaml.safe_load(env_file.read_text())
-    python, reqs = None, []
-    for dep in spec["dependencies"]:
-        if isinstance(dep, dict):
-            for line in dep["pip"]:
-                if line.startswith("-e "):
-                    line = f"-e {(env_file.parent / line[3:].strip()).resolve()}"
-                reqs.append(line)
-            continue
-        name, _, version = re.match(r"([A-Za-z0-9_.-]+)\s*=?(=?)(.*)", dep).groups()
-        if name == "python":
-            python = version.lstrip("=")
-        elif name in CONDA_TO_PIP:
-            reqs.append(f"{CONDA_TO_PIP[name]}=={version.lstrip('=')}.*")
-        elif name not in CONDA_ONLY:
-            raise AssertionError(f"{env_file.name}: conda dependency {dep!r} has no pip mapping in this test")
-    assert python, f"{env_file.name} pins no python"
-    return python, reqs
-
-
-def requirement_name(line: str) -> str:
-    return re.split(r"[\[<>=!~ ;]", line, maxsplit=1)[0].lower().replace("_", "-")
-
-
-def install_script_pins() -> dict[str, str]:
-    """The VAR=value pins at the top of scripts/install-verl-env.sh."""
-    text = (REPO / "scripts" / "install-verl-env.sh").read_text()
-    return {m[1]: m[2].strip('"') for m in re.finditer(r"^(GPU_TORCH|GPU_VERL|GPU_LMEVAL|FLASH_ATTN_PIN)=(\S+)", text, re.M)}
-
-
-def pyproject_sets() -> dict[str, tuple[str, list[str]]]:
-    """What the install scripts put into .venv / .venv-verl, as requirement sets."""
-    return {
-        # scripts/install.sh: torch 2.13.0 first, then the package with its eval, workflow and test extras
-        "pyproject[eval,workflow,test]": ("3.11", ["torch==2.13.0", f"-e {REPO}[eval,workflow,test]"]),
-        "pyproject[gpu]": ("3.11", [f"-e {REPO}[gpu]"]),
-        # scripts/install-verl-env.sh --gpu: training, `vllm serve` and lm-eval on one GPU (gpu_smoke.sh)
-        "install-verl-env.sh --gpu": (
-            "3.11",
-            [*(install_script_pins()[k] for k in ("GPU_TORCH", "GPU_VERL", "GPU_LMEVAL")), "pytest>=8", "pyyaml",
-             "jsonschema"],
-        ),  # fmt: skip
-        # scripts/install-verl-env.sh (CPU): the verl CPU tests' environment
-        "install-verl-env.sh cpu": (
-            "3.11",
-            ["torch==2.13.0", "verl[verl-core]==0.9.1", "pytest>=8", "hypothesis>=6.100", "pyyaml", "jsonschema"],
-        ),
-    }
+REGISTRY = locks.INDEX_URL
+FLASH_ATTN_PIN = "flash-attn==2.8.3"  # scripts/install-verl-env.sh: FLASH_ATTN_PIN
 
 
 def registry_reachable() -> str | None:
@@ -103,7 +52,9 @@ def need_registry() -> None:
         return
     if os.environ.get("TOOLCALL_SKIP_REGISTRY") == "1":
         pytest.skip(f"{problem} (TOOLCALL_SKIP_REGISTRY=1)")
-    pytest.fail(f"{problem}: env resolution needs the registry (offline on purpose? TOOLCALL_SKIP_REGISTRY=1)")
+    pytest.fail(
+        f"{problem}: lock resolution needs the registry (offline on purpose? TOOLCALL_SKIP_REGISTRY=1)"
+    )
 
 
 def uv_binary() -> str:
@@ -113,27 +64,27 @@ def uv_binary() -> str:
     return uv
 
 
-def compile_requirements(uv: str, cache: Path, work: Path, name: str, python: str, reqs: list[str]):
-    """`uv pip compile` for the GPU nodes' platform; returns (returncode, {package: version}, stderr)."""
-    # --native-tls: the system certificate store (as pip and urllib use), not uv's bundled roots, which
-    # miss a site's own CA (seen: "UnknownIssuer" with SSL_CERT_FILE unset)
-    slug = re.sub(r"[^A-Za-z0-9]+", "_", name)
-    req_file = work / f"{slug}.in"
-    req_file.write_text("\n".join(reqs) + "\n")
-    res = subprocess.run(
-        [uv, "pip", "compile", "--quiet", "--no-header", "--native-tls", "--python-version", python,
-         "--python-platform", PLATFORM, "--index-url", REGISTRY, str(req_file)],  # fmt: skip
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "UV_CACHE_DIR": str(cache), "UV_NO_CONFIG": "1"},
-    )
-    pins = {}
-    for line in res.stdout.splitlines():
-        m = re.match(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^\s;]+)", line)
-        if m:
-            pins[m[1].lower().replace("_", "-")] = m[2]
-    return res.returncode, pins, res.stderr
+def compiled(env: str, uv: str) -> dict | str:
+    """The lock entries uv resolves for env now, or uv's error."""
+    try:
+        return locks.parse_lock(locks.render(env, uv))
+    except RuntimeError as exc:
+        return str(exc)
+
+
+def differences(env: str, fresh: dict, committed: dict) -> list[str]:
+    out = []
+    for name in sorted(set(fresh) | set(committed)):
+        a, b = committed.get(name), fresh.get(name)
+        if a is None:
+            out.append(f"{name}=={b[0]} resolves now, is not in the lock")
+        elif b is None:
+            out.append(f"{name}=={a[0]} is in the lock, no longer resolves")
+        elif a[0] != b[0]:
+            out.append(f"{name}: lock {a[0]}, resolves to {b[0]}")
+        elif sorted(a[1]) != sorted(b[1]):
+            out.append(f"{name}=={a[0]}: the registry's files differ from the lock's hashes")
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -142,96 +93,107 @@ def uv_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def resolved(tmp_path_factory, uv_cache):
-    """Every env file and install set resolved once, concurrently (the registry answers in parallel)."""
+def resolved(uv_cache):
+    """Every lock compiled once, concurrently (the registry answers in parallel)."""
     need_registry()
-    uv, cache = uv_binary(), uv_cache
-    work = tmp_path_factory.mktemp("reqs")
-    sets = {}
-    for name in ENV_FILES:
-        python, reqs = env_requirements(ENVS / name)
-        sets[name] = (python, [r for r in reqs if requirement_name(r) != FLASH_ATTN])
-    sets.update(pyproject_sets())
-    with ThreadPoolExecutor(max_workers=len(sets)) as pool:
-        futures = {n: pool.submit(compile_requirements, uv, cache, work, n, *sets[n]) for n in sets}
-        return {n: f.result() for n, f in futures.items()}
+    uv = uv_binary()
+    old = os.environ.get("UV_CACHE_DIR")
+    os.environ["UV_CACHE_DIR"] = str(uv_cache)
+    try:
+        with ThreadPoolExecutor(max_workers=len(locks.env_names())) as pool:
+            futures = {env: pool.submit(compiled, env, uv) for env in locks.env_names()}
+            return {env: f.result() for env, f in futures.items()}
+    finally:
+        if old is None:
+            os.environ.pop("UV_CACHE_DIR", None)
+        else:
+            os.environ["UV_CACHE_DIR"] = old
 
 
-def test_every_env_file_is_checked():
-    # A new env file is resolved as soon as it exists; these are the ones the rules name.
-    assert {"cpu.yaml", "eval-vllm.yaml", "eval-bfcl.yaml", "train-verl.yaml"} <= set(ENV_FILES)
-    used = set()
-    for smk in (REPO / "workflow" / "rules").glob("*.smk"):
-        used |= set(re.findall(r"envs/([A-Za-z0-9_.-]+\.yaml)", smk.read_text()))
-    assert used <= set(ENV_FILES), f"rules name env files that do not exist: {used - set(ENV_FILES)}"
+@pytest.mark.parametrize("env", locks.env_names())
+def test_lock_is_what_its_inputs_resolve_to(resolved, env):
+    fresh = resolved[env]
+    assert not isinstance(fresh, str), (
+        f"requirements/{env}.in does not resolve for {locks.PLATFORM}:\n{fresh}"
+    )
+    committed = locks.parse_lock(locks.lock_path(env).read_text())
+    diff = differences(env, fresh, committed)
+    assert not diff, (
+        f"requirements/{env}.lock is not what its inputs resolve to: regenerate with scripts/lock.sh "
+        f"(make lock):\n  " + "\n  ".join(diff[:30])
+    )
 
 
-@pytest.mark.parametrize("name", [*ENV_FILES, *pyproject_sets()])
-def test_env_resolves_for_gpu_nodes(resolved, name):
-    code, pins, stderr = resolved[name]
-    assert code == 0, f"{name} does not resolve for {PLATFORM}:\n{stderr[-3000:]}"
-    assert pins, f"{name}: uv resolved nothing"
-
-
-def test_vllm_envs_use_verl_vllm_stack(resolved):
-    """Rollouts (verl), filtering, serving and lm-eval generate with one vLLM/torch/transformers stack."""
-    stacks = {n: {k: resolved[n][1].get(k) for k in ("vllm", "torch", "transformers")} for n in
-              ("train-verl.yaml", "eval-vllm.yaml", "pyproject[gpu]")}  # fmt: skip
-    assert stacks["train-verl.yaml"]["vllm"] == "0.24.0"
-    assert stacks["eval-vllm.yaml"] == stacks["train-verl.yaml"], stacks
-    assert stacks["pyproject[gpu]"]["vllm"] == stacks["train-verl.yaml"]["vllm"], stacks
-    # numpy>=2 (vLLM) and bfcl-eval's numpy==1.26.4 never meet in one env
-    for name, (_, pins, _) in resolved.items():
-        assert not ("vllm" in pins and "bfcl-eval" in pins), f"{name} holds both vLLM and bfcl-eval"
-    assert resolved["eval-bfcl.yaml"][1]["numpy"] == "1.26.4"
-    assert resolved["eval-bfcl.yaml"][1]["transformers"] == stacks["eval-vllm.yaml"]["transformers"]
-
-
-def test_no_env_file_lists_flash_attn():
-    """flash-attn's sdist compiles against an installed torch: a conda env's pip part cannot order that."""
-    for name in ENV_FILES:
-        _, reqs = env_requirements(ENVS / name)
-        assert FLASH_ATTN not in {requirement_name(r) for r in reqs}, (
-            f"{name} lists flash-attn: it needs torch installed before it builds (no build isolation); "
-            "install it with FLASH_ATTN=1 scripts/install-verl-env.sh --gpu, and keep SDPA in conda envs"
-        )
-
-
-def test_gpu_install_script_matches_train_env_and_pins_a_real_flash_attn():
-    pins = install_script_pins()
-    _, reqs = env_requirements(ENVS / "train-verl.yaml")
-    assert pins["GPU_TORCH"] in reqs and pins["GPU_VERL"] in reqs, (pins, reqs)
+def test_a_changed_input_resolves_to_another_lock(tmp_path, monkeypatch, uv_cache):
+    """The check itself: an edited pin (eval-bfcl's soundfile held at 0.12.1, below the lock's) resolves
+    to something other than the committed lock."""
     need_registry()
-    name, _, version = pins["FLASH_ATTN_PIN"].partition("==")
+    for rel in ("pyproject.toml", "requirements"):
+        (shutil.copytree if (REPO / rel).is_dir() else shutil.copy)(REPO / rel, tmp_path / rel)
+    committed = locks.parse_lock(locks.lock_path("eval-bfcl").read_text())
+    assert committed["soundfile"][0] != "0.12.1"
+    path = tmp_path / "requirements" / "eval-bfcl.in"
+    path.write_text(path.read_text().replace("\nsoundfile>=0.12\n", "\nsoundfile==0.12.1\n"))
+    monkeypatch.setattr(locks, "REPO", tmp_path)
+    monkeypatch.setattr(locks, "REQUIREMENTS", tmp_path / "requirements")
+    monkeypatch.setenv("UV_CACHE_DIR", str(uv_cache))
+    fresh = compiled("eval-bfcl", uv_binary())
+    assert not isinstance(fresh, str), fresh
+    assert "soundfile: lock " + committed["soundfile"][0] + ", resolves to 0.12.1" in differences(
+        "eval-bfcl", fresh, committed
+    )
+
+
+def test_vllm_and_bfcl_eval_cannot_share_an_env(tmp_path, uv_cache):
+    """Why eval-vllm and eval-bfcl are two envs: together they do not resolve (numpy)."""
+    need_registry()
+    reqs = tmp_path / "old-eval.in"
+    reqs.write_text("torch==2.11.0\nvllm==0.24.0\ntransformers==5.9.0\nnumpy==1.26.4\nbfcl-eval==2026.3.23\n")
+    res = subprocess.run(
+        [
+            uv_binary(),
+            "pip",
+            "compile",
+            "--quiet",
+            "--no-config",
+            "--native-tls",
+            "--python-version",
+            locks.PYTHON_VERSION,
+            "--python-platform",
+            locks.PLATFORM,
+            "--index-url",
+            REGISTRY,
+            "--exclude-newer",
+            locks.EXCLUDE_NEWER,
+            str(reqs),
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "UV_CACHE_DIR": str(uv_cache), "UV_NO_CONFIG": "1"},
+    )
+    assert res.returncode != 0
+    assert "numpy" in res.stderr
+
+
+def test_gpu_install_script_pins_a_real_flash_attn():
+    """flash-attn, the one package outside the locks: the pinned release exists as an sdist, and the script
+    builds it after the lock put torch in (no build isolation, no dependency resolution)."""
+    script = (REPO / "scripts" / "install-verl-env.sh").read_text()
+    assert f"FLASH_ATTN_PIN={FLASH_ATTN_PIN}\n" in script
+    assert script.index("install-from-lock.sh") < script.index(
+        '--no-deps --no-build-isolation "$FLASH_ATTN_PIN"'
+    )
+    need_registry()
+    name, _, version = FLASH_ATTN_PIN.partition("==")
     request = urllib.request.Request(
         f"{REGISTRY}/{name}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
     )
     with urllib.request.urlopen(request, timeout=30) as r:
         files = json.load(r)["files"]
     stem = f"{name.replace('-', '_')}-{version}"
-    release = [f for f in files if f["filename"].startswith(stem + ".") or f["filename"].startswith(stem + "-")]
-    assert release, f"{pins['FLASH_ATTN_PIN']} is not on {REGISTRY}"
-    assert not all(f.get("yanked") for f in release), f"{pins['FLASH_ATTN_PIN']} is yanked"
-    # Only an sdist: it must build against the env's torch, so torch is installed first, without isolation.
-    script = (REPO / "scripts" / "install-verl-env.sh").read_text()
-    torch_at = script.index('"${PIP[@]}" "$GPU_TORCH"')
-    fa_at = script.index('--no-build-isolation "$FLASH_ATTN_PIN"')
-    assert torch_at < fa_at
-
-
-def test_todays_failure_is_caught(tmp_path, uv_cache):
-    """The check itself: the eval env as it was (vLLM and bfcl-eval together) does not resolve."""
-    need_registry()
-    code, _, stderr = compile_requirements(
-        uv_binary(), uv_cache, tmp_path, "old-eval",
-        "3.11", ["torch==2.11.0", "vllm==0.24.0", "transformers==5.9.0", "numpy==1.26.4", "bfcl-eval==2026.3.23"],
-    )  # fmt: skip
-    assert code != 0
-    assert "numpy" in stderr
-
-
-def test_lm_eval_data_is_fetched_with_the_evaluating_versions(resolved):
-    """download_lm_eval_data (cpu.yaml, submit host) fills the datasets cache that eval-vllm.yaml reads."""
-    fetch, evaluate = resolved["cpu.yaml"][1], resolved["eval-vllm.yaml"][1]
-    for package in ("lm-eval", "datasets"):
-        assert fetch[package] == evaluate[package], (package, fetch[package], evaluate[package])
+    release = [
+        f for f in files if f["filename"].startswith(stem + ".") or f["filename"].startswith(stem + "-")
+    ]
+    assert release, f"{FLASH_ATTN_PIN} is not on {REGISTRY}"
+    assert not all(f.get("yanked") for f in release), f"{FLASH_ATTN_PIN} is yanked"

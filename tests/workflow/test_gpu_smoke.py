@@ -122,7 +122,7 @@ print(json.dumps({"attn": override.get("attn_implementation", "flash_attention_2
 def test_composed_config_uses_an_attention_implementation_its_env_has(prepared):
     """Defect 2: verl's default flash_attention_2 without flash-attn fails in init_workers on the GPU.
 
-    No env file has flash-attn (test_envs_resolve), so the composed config of a job must name an attention
+    No env file has flash-attn (tests/test_locks.py), so the composed config of a job must name an attention
     implementation the env it runs in has. The composed config is engines/verl's (hydra.py).
     """
     res, work, env = prepared

@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO / "tests" / "workflow"))
 from _workflow_helpers import make_workdir  # noqa: E402
 
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"  # the main env (scripts/install.sh)
-TRAIN_ENV = REPO / "workflow" / "envs" / "train-verl.yaml"
+TRAIN_LOCK = REPO / "requirements" / "train-verl.lock"  # what workflow/envs/train-verl.yaml installs
 
 
 def train_commands(work: Path) -> dict[str, Job]:
@@ -94,8 +94,11 @@ def composed(job: Job, flash_attn: bool):
 
 
 def env_has_flash_attn() -> bool:
-    """Whether the training env file installs flash-attn (else `auto` must resolve to sdpa)."""
-    return "flash-attn" in TRAIN_ENV.read_text() or "flash_attn" in TRAIN_ENV.read_text()
+    """Whether the training env installs flash-attn (else `auto` must resolve to sdpa): its lock holds it.
+    (The env file's comments name flash-attn; only the lock says what is installed.)"""
+    return any(
+        line.startswith(("flash-attn==", "flash_attn==")) for line in TRAIN_LOCK.read_text().splitlines()
+    )
 
 
 def test_the_paper_dag_has_every_training_job(jobs):

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Install one environment from its lock, and nothing else. Why: requirements/<env>.lock (scripts/lock.sh)
+# holds the exact version and sha256 hashes of every package, so pip, with --require-hashes --no-deps,
+# makes no resolver decision. The lock's setuptools goes in first: the few packages PyPI has only as sdists
+# (sqlitedict, word2number, rouge-score, antlr4-python3-runtime, ...) are then built with it, without build
+# isolation, so no build requirement is fetched unpinned either. Then this package itself, --no-deps
+# --no-build-isolation; last a marker $PREFIX/toolcall-repro-lock.json naming the lock and its sha256,
+# which the manifests read from sys.prefix.
+#   scripts/install-from-lock.sh PYTHON ENV                  lock, package, marker (install.sh, install-verl-env.sh)
+#   scripts/install-from-lock.sh --package-only PYTHON ENV   package, marker (workflow/envs/*.post-deploy.sh:
+#                                                            the conda env's pip section installed the lock)
+# torch==2.13.0+cpu (main, verl-cpu) is not on PyPI: this machine's pip finds it in /opt/wheels (pip config
+# find-links); elsewhere set TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu. When set, the lock's torch
+# entry is installed first with that index as --extra-index-url (hash-checked as well), and the rest without
+# it: pip would otherwise ask that index about every package (where it is unreachable, as here, 5 retries
+# and ~8 s each: half an hour for a lock).
+# Idempotent: a rerun installs what is missing or differs from the lock and keeps the rest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PACKAGE_ONLY=0
+if [ "${1:-}" = --package-only ]; then
+  PACKAGE_ONLY=1
+  shift
+fi
+if [ $# != 2 ]; then
+  echo "usage: $0 [--package-only] PYTHON ENV" >&2
+  exit 2
+fi
+PY=$1
+ENV=$2
+LOCK=requirements/$ENV.lock
+if [ ! -f "$LOCK" ]; then
+  echo "$0: no $LOCK (scripts/lock.sh makes it from requirements/$ENV.in)" >&2
+  exit 2
+fi
+if [ "$PACKAGE_ONLY" = 0 ]; then
+  # entries REGEX: the lock's entries whose line matches REGEX, with their hashes
+  entries() { awk -v re="$1" '/^[^ #]/ { keep = ($0 ~ re) } keep' "$LOCK"; }
+  FIRST=$(mktemp)
+  trap 'rm -f "$FIRST"' EXIT
+  entries '^setuptools==' >"$FIRST"
+  "$PY" -m pip install -q --require-hashes --no-deps -r "$FIRST"
+  if [ -n "${TORCH_INDEX_URL:-}" ] && grep -q '^torch==' "$LOCK"; then
+    entries '^torch==' >"$FIRST"
+    "$PY" -m pip install -q --require-hashes --no-deps --extra-index-url "$TORCH_INDEX_URL" -r "$FIRST"
+  fi
+  if ! "$PY" -m pip install -q --require-hashes --no-deps --no-build-isolation -r "$LOCK"; then
+    if grep -q '^torch==[^ ]*+cpu ' "$LOCK" && [ -z "${TORCH_INDEX_URL:-}" ]; then
+      echo "$0: if pip found no $(grep -o '^torch==[^ ]*' "$LOCK"): it is on the PyTorch CPU index, not on PyPI:" >&2
+      echo "  TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash $0 $*" >&2
+    fi
+    exit 1
+  fi
+fi
+"$PY" -m pip install -q --no-deps --no-build-isolation -e .
+"$PY" - "$ENV" "$LOCK" <<'PYEOF'
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+env, lock = sys.argv[1:]
+marker = {"env": env, "lock": lock, "sha256": hashlib.sha256(Path(lock).read_bytes()).hexdigest()}
+(Path(sys.prefix) / "toolcall-repro-lock.json").write_text(json.dumps(marker) + "\n")
+PYEOF

@@ -1,0 +1,290 @@
+"""The environment locks: requirements/<env>.in declares an environment, requirements/<env>.lock pins it.
+
+Why: every install (scripts/install.sh, scripts/install-verl-env.sh, the conda env files) takes exact
+versions and sha256 hashes of every package from a lock, so no resolver decision is left to install time
+and two installs of the same commit hold the same bits.
+
+    python3 scripts/locks.py compile [ENV ...]   every lock (or the named ones): scripts/lock.sh, make lock
+    python3 scripts/locks.py check               stale locks and env files, no network (exit 1 if any)
+
+A lock is `uv pip compile --generate-hashes` of its .in file for the GPU nodes' (and this machine's)
+platform, the project package itself left out (installs add it with --no-deps --no-build-isolation).
+Its header carries a sha256 of the declared inputs (the .in file, the pyproject.toml parts it names, the
+compile settings below), so tests/test_locks.py tells a stale lock without the network. Each conda env
+file (workflow/envs/*.yaml) installs one lock and records that lock's sha256 in a comment line, which this
+script rewrites: Snakemake hashes the env file's bytes, so a new lock means a new env.
+
+Stdlib only: it runs before any venv exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+REQUIREMENTS = REPO / "requirements"
+ENVS = REPO / "workflow" / "envs"
+PROJECT = "toolcall-repro"
+PYTHON_VERSION = "3.11"
+PLATFORM = "x86_64-manylinux_2_28"  # the GPU nodes' and this machine's
+INDEX_URL = "https://pypi.org/simple"
+# Releases uploaded after this instant are not considered, so the same inputs give the same lock on any
+# later day (PyPI moves: without it, transformers changed between two runs a day apart). Moving it forward
+# is a change of inputs (every lock then reads stale): do it to take newer releases, then `make lock`.
+EXCLUDE_NEWER = "2026-12-03T00:00:00Z"
+# torch==2.13.0+cpu is not on PyPI: uv finds it in a flat directory or page of wheels. Only where uv
+# looks, not an input: the lock holds the file's sha256, and a different file would not install.
+DEFAULT_TORCH_FIND_LINKS = ("/opt/wheels", "https://download.pytorch.org/whl/cpu/torch/")
+LOCK_HEADER = "# inputs-sha256: "
+ENV_FILE_LOCK = re.compile(
+    r"^# lock: requirements/(?P<env>[A-Za-z0-9_.-]+)\.lock sha256=(?P<sha>[0-9a-f]{64})$", re.M
+)
+PROJECT_LINE = re.compile(r"^(?:-e\s+)?\.(?:\[(?P<extras>[^\]]*)\])?$")
+
+
+def env_names() -> list[str]:
+    return sorted(p.stem for p in REQUIREMENTS.glob("*.in"))
+
+
+def in_lines(env: str) -> list[str]:
+    """The requirement lines of requirements/<env>.in, comments and blank lines dropped."""
+    lines = []
+    for raw in (REQUIREMENTS / f"{env}.in").read_text().splitlines():
+        line = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        if line:
+            lines.append(line)
+    return lines
+
+
+def project_extras(env: str) -> list[str] | None:
+    """The extras of the `-e .[...]` line (the package's own dependencies), None if the .in has none."""
+    for line in in_lines(env):
+        m = PROJECT_LINE.match(line)
+        if m:
+            return sorted(e.strip() for e in (m["extras"] or "").split(",") if e.strip())
+    return None
+
+
+def pyproject() -> dict:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+def declared_inputs(env: str) -> dict:
+    """Everything a lock is made from, as one JSON-able document."""
+    doc = {
+        "in": in_lines(env),
+        "settings": {"python": PYTHON_VERSION, "platform": PLATFORM, "index": INDEX_URL,
+                     "exclude-newer": EXCLUDE_NEWER, "no-emit-package": PROJECT},
+    }  # fmt: skip
+    extras = project_extras(env)
+    if extras is not None:
+        meta = pyproject()
+        doc["pyproject"] = {
+            "dependencies": meta["project"]["dependencies"],
+            "requires-python": meta["project"]["requires-python"],
+            "extras": {e: meta["project"]["optional-dependencies"][e] for e in extras},
+            "build-system": meta["build-system"]["requires"],
+        }
+    return doc
+
+
+def declared_requirements(env: str) -> list[str]:
+    """The requirement strings an environment declares: its .in lines, the `-e .[...]` line expanded into
+    the package's dependencies, the named extras' and the build backend ([build-system] requires)."""
+    doc = declared_inputs(env)
+    reqs = [line for line in doc["in"] if not PROJECT_LINE.match(line)]
+    if "pyproject" in doc:
+        meta = doc["pyproject"]
+        reqs += (
+            meta["dependencies"]
+            + [r for extra in meta["extras"].values() for r in extra]
+            + meta["build-system"]
+        )
+    return reqs
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def parse_lock(text: str) -> dict[str, tuple[str, list[str]]]:
+    """{normalized name: (version, [sha256, ...])} of a lock; raises ValueError on any entry that is not
+    `name==version` followed by its hashes (an unpinned, unhashed, editable or URL requirement)."""
+    entries: dict[str, tuple[str, list[str]]] = {}
+    current = None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if not line[0].isspace():
+            m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!-]+) \\", line)
+            if not m:
+                raise ValueError(
+                    f"line {number}: not `name==version \\` (pinned, hashes following): {line!r}"
+                )
+            current = normalize(m[1])
+            if current in entries:
+                raise ValueError(f"line {number}: {current} twice")
+            entries[current] = (m[2], [])
+            continue
+        m = re.fullmatch(r"--hash=sha256:([0-9a-f]{64})( \\)?", stripped)
+        if not m or current is None:
+            raise ValueError(f"line {number}: expected --hash=sha256:<64 hex>: {line!r}")
+        entries[current][1].append(m[1])
+    for name, (_, hashes) in entries.items():
+        if not hashes:
+            raise ValueError(f"{name} has no hash")
+    return entries
+
+
+def inputs_digest(env: str) -> str:
+    blob = json.dumps(declared_inputs(env), sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def lock_path(env: str) -> Path:
+    return REQUIREMENTS / f"{env}.lock"
+
+
+def recorded_digest(env: str) -> str | None:
+    path = lock_path(env)
+    if not path.exists():
+        return None
+    for line in path.read_text().splitlines():
+        if line.startswith(LOCK_HEADER):
+            return line[len(LOCK_HEADER) :].strip()
+        if not line.startswith("#"):
+            break
+    return None
+
+
+def compile_args(env: str) -> list[str]:
+    """The uv arguments of one lock (after `uv`), as the header shows them."""
+    return ["pip", "compile", "--generate-hashes", "--no-header", "--no-config", "--python-version", PYTHON_VERSION,
+            "--python-platform", PLATFORM, "--index-url", INDEX_URL, "--exclude-newer", EXCLUDE_NEWER,
+            "--no-emit-package", PROJECT, f"requirements/{env}.in"]  # fmt: skip
+
+
+def torch_find_links() -> str:
+    if os.environ.get("TORCH_FIND_LINKS"):
+        return os.environ["TORCH_FIND_LINKS"]
+    local, remote = DEFAULT_TORCH_FIND_LINKS
+    return local if Path(local).is_dir() else remote
+
+
+def uv_binary() -> str:
+    uv = os.environ.get("UV") or shutil.which(
+        "uv", path=f"{REPO / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    )
+    if not uv:
+        sys.exit("locks.py: uv not found: pip install uv (outside the project venvs), or UV=/path/to/uv")
+    return uv
+
+
+def uv_version(uv: str) -> str:
+    return subprocess.run([uv, "--version"], capture_output=True, text=True, check=True).stdout.split()[1]
+
+
+def render(env: str, uv: str) -> str:
+    """The lock text of one environment (runs uv: needs the registry)."""
+    args = compile_args(env)
+    # --native-tls: the system certificate store, as pip uses (uv's bundled roots miss a site's own CA);
+    # --find-links: where torch+cpu lies (not an input: the lock holds the sha256 of the file found there).
+    run = [uv, *args, "--native-tls", "--find-links", torch_find_links()]
+    res = subprocess.run(
+        run, cwd=REPO, capture_output=True, text=True, env={**os.environ, "UV_NO_CONFIG": "1"}
+    )
+    if res.returncode != 0:
+        raise RuntimeError(f"uv pip compile failed for {env}:\n{res.stderr[-4000:]}")
+    body = res.stdout.strip("\n") + "\n"
+    header = [
+        f"# requirements/{env}.lock: every package of the `{env}` environment, exact version and sha256 hashes.",
+        f"# Do not edit: generated by `scripts/lock.sh` (make lock) from requirements/{env}.in; rerun it after",
+        "# changing the .in file or the pyproject.toml dependencies it names (tests/test_locks.py tells).",
+        f"{LOCK_HEADER}{inputs_digest(env)}",
+        f"# uv {uv_version(uv)}: uv {' '.join(args)} --find-links $TORCH_FIND_LINKS (torch+cpu: /opt/wheels here)",
+    ]
+    return "\n".join(header) + "\n" + body
+
+
+def sync_env_files() -> list[Path]:
+    """Rewrite the `# lock: requirements/<env>.lock sha256=...` line of every conda env file."""
+    changed = []
+    for env_file in sorted(ENVS.glob("*.yaml")):
+        text = env_file.read_text()
+
+        def repl(m: re.Match) -> str:
+            return f"# lock: requirements/{m['env']}.lock sha256={file_sha256(lock_path(m['env']))}"
+
+        new = ENV_FILE_LOCK.sub(repl, text)
+        if new != text:
+            env_file.write_text(new)
+            changed.append(env_file)
+    return changed
+
+
+def stale() -> list[str]:
+    """What `scripts/lock.sh` would change, in words (empty: locks and env files are current)."""
+    problems = []
+    for env in env_names():
+        recorded = recorded_digest(env)
+        if recorded is None:
+            problems.append(
+                f"requirements/{env}.lock is missing or has no '{LOCK_HEADER.strip()}' header line"
+            )
+        elif recorded != inputs_digest(env):
+            problems.append(f"requirements/{env}.lock is stale: its inputs changed since it was made")
+    for env_file in sorted(ENVS.glob("*.yaml")):
+        for m in ENV_FILE_LOCK.finditer(env_file.read_text()):
+            lock = lock_path(m["env"])
+            if not lock.exists():
+                problems.append(f"{env_file.name} names requirements/{m['env']}.lock, which does not exist")
+            elif m["sha"] != file_sha256(lock):
+                problems.append(f"{env_file.name} records another sha256 of requirements/{m['env']}.lock")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    comp = sub.add_parser("compile", help="regenerate the locks (needs the registry)")
+    comp.add_argument("envs", nargs="*", help=f"default: all ({', '.join(env_names())})")
+    sub.add_parser("check", help="exit 1 if a lock or an env file is stale (no network)")
+    args = parser.parse_args(argv)
+    if args.cmd == "check":
+        problems = stale()
+        for p in problems:
+            print(p, file=sys.stderr)
+        if problems:
+            print("regenerate: scripts/lock.sh (make lock)", file=sys.stderr)
+        return 1 if problems else 0
+    unknown = set(args.envs) - set(env_names())
+    if unknown:
+        parser.error(f"no requirements/<env>.in for {sorted(unknown)}")
+    uv = uv_binary()
+    for env in args.envs or env_names():
+        text = render(env, uv)
+        path = lock_path(env)
+        same = path.exists() and path.read_text() == text
+        path.write_text(text)
+        print(f"requirements/{env}.lock {'unchanged' if same else 'written'}")
+    for env_file in sync_env_files():
+        print(f"{env_file.relative_to(REPO)}: lock sha256 updated")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
