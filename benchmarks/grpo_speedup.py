@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from toolcall_repro.analysis.speedup import Curve, speedup_at_matched_accuracy
+from toolcall_repro.machine import describe, pin_kernels
 from toolcall_repro.rl import predicted_speedup
 from toolcall_repro.runconfig import compose_run
 
@@ -167,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time", choices=["cpu", "wall"], default="cpu", help="CPU-seconds resist other load")
     args = p.parse_args(argv)
     config = yaml.safe_load(Path(args.config).read_text())
+    # the trainings below run in this process: the config's kernels, as a workflow job would (torch loads later)
+    pin_kernels(config["engines"]["cpu_capability"])
     if args.from_runs:
         root = Path(args.from_runs)
     elif args.results:
@@ -182,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         if runs:
             print_table(setting, setting_table(runs, config, setting, time_key), time_key)
+    print(f"\n{describe()}")
     return 0
 
 

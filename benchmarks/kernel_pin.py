@@ -52,6 +52,7 @@ def settings() -> dict[str, tuple[str | None, dict[str, str]]]:
         "unpinned ONEDNN_MAX_CPU_ISA=SSE41": (None, {"ONEDNN_MAX_CPU_ISA": "SSE41"}),
         "unpinned TOKENIZERS_PARALLELISM=false": (None, {"TOKENIZERS_PARALLELISM": "false"}),
         "unpinned OMP_WAIT_POLICY=PASSIVE": (None, {"OMP_WAIT_POLICY": "PASSIVE"}),
+        "unpinned MKL_CBWR=AVX2": (None, {"MKL_CBWR": "AVX2"}),
     }
 
 
@@ -104,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
                 digests[name].add(digest)
                 caps[name] = str(facts.get("torch_capability"))
                 machine = machine or facts
-    print(f"CPU: {machine['cpu_model']}; flags: {' '.join(machine['cpu_flags'])}; python {machine['python']}; "
-          f"torch {(machine.get('torch') or {}).get('version')}")  # fmt: skip
+    print(f"CPU: {machine['cpu_model']} ({machine['cpu_count']} cores); flags: {' '.join(machine['cpu_flags'])}; "
+          f"python {machine['python']}; torch {(machine.get('torch') or {}).get('version')}")  # fmt: skip
     print(f"warm start, {args.steps} steps, {args.threads} thread(s), {args.repeats} interleaved repeats\n")
     print("| setting | s/step (median) | weights sha256 | torch capability |\n|---|---|---|---|")
     first = None

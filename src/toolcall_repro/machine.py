@@ -35,10 +35,9 @@ CAPABILITIES = (*KERNEL_ENV, "native")
 # name it does not dispatch is an ImportWarning, so they are read from the installed numpy (numpy_targets).
 NUMPY_ABOVE = {"default": ("AVX", "F16C", "FMA3"), "avx2": ("AVX512",), "avx512": ()}
 NUMPY_VAR = "NPY_DISABLE_CPU_FEATURES"
-# Not a kernel choice (the numbers do not move), but set with them: an OpenMP thread that waits spins by
-# default, and two spinning threads of one job on a 2-core machine beside another job ran a 2-thread
-# forward/backward 3-4x slower than sleeping ones (benchmarks/kernel_pin.py prints the measurement).
-WAIT_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
+# OMP_WAIT_POLICY is left to the caller: PASSIVE (threads sleep between parallel regions) ran a loaded
+# machine's 2-thread jobs 3-4x faster but the warm start alone ~20% slower (benchmarks/kernel_pin.py), and
+# the warm start runs alone in the DAG. It changes no number either way.
 # Set by nobody but pin_kernels: an inherited value would make a job's numbers the caller's shell's.
 PINNED_VARS = sorted({k for env in KERNEL_ENV.values() for k in env} | {NUMPY_VAR})
 LOCK_MARKER = "toolcall-repro-lock.json"  # written into a venv by the install scripts
@@ -59,7 +58,6 @@ def pin_kernels(capability: str, environ: MutableMapping[str, str] | None = None
         raise KernelPinError(f"engines.cpu_capability: {capability!r} is not one of {list(CAPABILITIES)}")
     for var in PINNED_VARS:
         env.pop(var, None)
-    env.update(WAIT_ENV)
     chosen = dict(KERNEL_ENV.get(capability, {}))
     above = NUMPY_ABOVE.get(capability, ())
     disabled = [t for t in numpy_targets() if t.startswith(above)] if above else []
@@ -173,7 +171,8 @@ def machine_facts(options: Mapping[str, object] | None = None) -> dict:
         "cpu_model": cpu_model(),
         "cpu_flags": cpu_flags(),
         "cpu_count": os.cpu_count(),
-        "kernel_env": {k: os.environ.get(k) for k in (*PINNED_VARS, *WAIT_ENV)},
+        "kernel_env": {k: os.environ.get(k) for k in PINNED_VARS},
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "cpu_capability": (options or {}).get("cpu_capability"),
         "torch_capability": torch_capability(),
         "threads": (options or {}).get("threads"),
@@ -192,3 +191,14 @@ def machine_facts(options: Mapping[str, object] | None = None) -> dict:
             "config_sha256": hashlib.sha256(torch.__config__.show().encode()).hexdigest(),
         }
     return facts
+
+
+def describe() -> str:
+    """One line naming the machine and kernels a measurement was taken with (benchmarks print it first)."""
+    torch = sys.modules.get("torch")
+    build = f"torch {torch.__version__} at {torch_capability()} kernels" if torch is not None else "torch not loaded"
+    pinned = os.environ.get("ATEN_CPU_CAPABILITY") or "native (not pinned)"
+    return (
+        f"machine: {cpu_model()} ({os.cpu_count()} cores; {' '.join(cpu_flags()) or 'flags unknown'}); "
+        f"{build}; capability asked: {pinned}; OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}"
+    )
