@@ -37,14 +37,31 @@ if [ "$PACKAGE_ONLY" = 0 ]; then
   # entries REGEX: the lock's entries whose line matches REGEX, with their hashes
   entries() { awk -v re="$1" '/^[^ #]/ { keep = ($0 ~ re) } keep' "$LOCK"; }
   FIRST=$(mktemp)
-  trap 'rm -f "$FIRST"' EXIT
+  SECOND=$(mktemp)
+  trap 'rm -f "$FIRST" "$SECOND"' EXIT
   entries '^setuptools==' >"$FIRST"
   "$PY" -m pip install -q --require-hashes --no-deps -r "$FIRST"
   if [ -n "${TORCH_INDEX_URL:-}" ] && grep -q '^torch==' "$LOCK"; then
     entries '^torch==' >"$FIRST"
     "$PY" -m pip install -q --require-hashes --no-deps --extra-index-url "$TORCH_INDEX_URL" -r "$FIRST"
   fi
-  if ! "$PY" -m pip install -q --require-hashes --no-deps --no-build-isolation -r "$LOCK"; then
+  # Two passes. Entries with several files (wheels) first, binaries only; then the one-file entries (the
+  # sdist-only packages, and a few one-wheel ones such as torch+cpu), built without isolation once every
+  # package is in: setuptools' egg_info imports installed packages' entry points (e.g. kernels ->
+  # huggingface_hub -> filelock), which fails when a build runs in a half-installed venv.
+  # split N: the lock's entries with N hashes (N = 1) or more (N = 2), each with its hash lines.
+  split() {
+    awk -v want="$1" '
+      function flush() { if (block != "" && ((want == 1) == (hashes == 1))) printf "%s", block }
+      /^[^ #]/ { flush(); block = ""; hashes = 0; keep = 1 }
+      /^#/ { keep = 0 }
+      keep { block = block $0 "\n"; if ($0 ~ /--hash=/) hashes++ }
+      END { flush() }' "$LOCK"
+  }
+  split 2 >"$FIRST"
+  split 1 >"$SECOND"
+  if ! { "$PY" -m pip install -q --require-hashes --no-deps --only-binary :all: -r "$FIRST" &&
+    "$PY" -m pip install -q --require-hashes --no-deps --no-build-isolation -r "$SECOND"; }; then
     if grep -q '^torch==[^ ]*+cpu ' "$LOCK" && [ -z "${TORCH_INDEX_URL:-}" ]; then
       echo "$0: if pip found no $(grep -o '^torch==[^ ]*' "$LOCK"): it is on the PyTorch CPU index, not on PyPI:" >&2
       echo "  TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash $0 $*" >&2
