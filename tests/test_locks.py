@@ -96,7 +96,7 @@ def pip_install_problems(script: str, text: str) -> list[str]:
     for line in text.splitlines():
         code = line.split("#", 1)[0] if not line.lstrip().startswith("#") else ""
         if re.search(r"\bpip\b.*\binstall\b", code):
-            lock = "--require-hashes" in code and re.search(r'-r "\$(LOCK|FIRST)"', code)
+            lock = "--require-hashes" in code and re.search(r'-r "\$(LOCK|FIRST|SECOND)"', code)
             package = code.rstrip().endswith("--no-build-isolation -e .")
             flash_attn = code.rstrip().endswith('--no-build-isolation "$FLASH_ATTN_PIN"')
             if "--no-deps" not in code or not (lock or package or flash_attn):
@@ -111,10 +111,10 @@ def pip_install_problems(script: str, text: str) -> list[str]:
                 problems.append(f"{script}: install-from-lock.sh ... {env}: no requirements/{env}.lock")
     if script == "install-from-lock.sh" and "LOCK=requirements/$ENV.lock" not in text:
         problems.append("install-from-lock.sh: $LOCK is not requirements/$ENV.lock")
-    for target in re.findall(r'^\s*(.*)>"\$FIRST"$', text, re.M):
-        if not re.fullmatch(r"entries '\^[a-z]+==' ", target):
+    for target, name in re.findall(r'^\s*(.*)>"\$(FIRST|SECOND)"$', text, re.M):
+        if not re.fullmatch(r"entries '\^[a-z]+==' |split [12] ", target):
             problems.append(
-                f"{script}: $FIRST is written by {target.strip()!r}, not by `entries` of the lock"
+                f"{script}: ${name} is written by {target.strip()!r}, not by `entries` or `split` of the lock"
             )
     if "$FIRST" in text and 'awk -v re="$1" \'/^[^ #]/ { keep = ($0 ~ re) } keep\' "$LOCK"' not in text:
         problems.append(f"{script}: `entries` does not read the lock's entries")
@@ -246,10 +246,14 @@ def test_install_scripts_use_the_locks_they_should():
     assert re.search(r"^\s*--gpu\) LOCK_ENV=train-verl", text["install-verl-env.sh"], re.M)
     # the lock install: hash-checked, no dependency resolution; the package: no resolution, no build env
     install = text["install-from-lock.sh"]
-    assert '-m pip install -q --require-hashes --no-deps --no-build-isolation -r "$LOCK"' in install
+    # the wheels (entries of several files) binary only, then the one-file entries built without isolation
+    wheels = '-m pip install -q --require-hashes --no-deps --only-binary :all: -r "$FIRST"'
+    sdists = '-m pip install -q --require-hashes --no-deps --no-build-isolation -r "$SECOND"'
+    assert wheels in install and sdists in install
     # the build backend first, so that sdists of the lock build without an isolated (unpinned) build env
     setuptools = install.index("entries '^setuptools==' >\"$FIRST\"")
-    assert setuptools < install.index('--no-deps -r "$FIRST"') < install.index('-r "$LOCK"')
+    assert setuptools < install.index('--no-deps -r "$FIRST"') < install.index(wheels) < install.index(sdists)
+    assert install.index('split 2 >"$FIRST"') < install.index(wheels) and 'split 1 >"$SECOND"' in install
     # TORCH_INDEX_URL reaches pip for the lock's torch entry only (hash-checked too)
     torch_line = '--require-hashes --no-deps --extra-index-url "$TORCH_INDEX_URL" -r "$FIRST"\n'
     assert torch_line in install and install.count('"$TORCH_INDEX_URL"') == 1
@@ -374,7 +378,11 @@ def test_unlocked_installs_in_scripts_are_found(copy):
 def test_a_first_install_not_taken_from_the_lock_is_found():
     text = (REPO / "scripts" / "install-from-lock.sh").read_text()
     assert pip_install_problems("install-from-lock.sh", text) == []
-    for old, new in [("entries '^torch==' >", "echo torch==2.13.0 >"), ("awk -v re=", "grep -E ")]:
+    for old, new in [
+        ("entries '^torch==' >", "echo torch==2.13.0 >"),
+        ("awk -v re=", "grep -E "),
+        ('split 1 >"$SECOND"', 'echo torch==2.13.0 >"$SECOND"'),
+    ]:
         assert old in text
         assert pip_install_problems("install-from-lock.sh", text.replace(old, new)), new
 
