@@ -104,6 +104,6 @@ def test_cli_writes_a_reference_and_fails_on_a_mismatch(tmp_path, capsys):
     assert "MISMATCH" in out and "warmstart_base_model/all" in out
 
 
-@pytest.mark.parametrize("rel", ["logs/x.log", "figures/a.png", "train/s/v/checkpoints/step3/optim.pt", "manifests/r/k.json"])
+@pytest.mark.parametrize("rel", ["logs/x.log", "figures/a.png", "train/s/v/checkpoints/step3/optim.pt", "manifests/r/k.json", "provenance.json"])
 def test_renderings_logs_and_resume_state_are_not_digested(rel):
     assert digests.skip_reason(rel)

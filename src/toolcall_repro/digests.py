@@ -50,6 +50,7 @@ SKIPPED = {
     ".log": "log text",
     ".gz": "an archive of the run (its members are digested where they were made)",
     ".snakemake_timestamp": "Snakemake's directory timestamp",
+    "provenance.json": "the run's record: the sum of the manifests (times, machines, installed packages)",
 }
 REFERENCE_VERSION = 1
 

@@ -28,8 +28,9 @@ def test_tables_and_figures_jobs_write_what_the_cli_writes(run_dir, tmp_path):
     declared = sorted(str(p) for p in run_dir.rglob("*") if p.is_file())
     tables = analysis_job("tables", run_dir, tmp_path / "jobs" / "tables", declared)
     assert run(tables) == 0
-    speedup = str(tmp_path / "jobs" / "tables" / "csv" / "speedup.csv")
-    figures = analysis_job("figures", run_dir, tmp_path / "jobs" / "figures", declared, speedup=speedup)
+    tables_csv = str(tmp_path / "jobs" / "tables" / "csv")
+    speedup = f"{tables_csv}/speedup.csv"
+    figures = analysis_job("figures", run_dir, tmp_path / "jobs" / "figures", declared, tables_csv=tables_csv)
     assert run(figures) == 0
     cli = tmp_path / "cli"
     assert main(["tables", "--run-dir", str(run_dir), "--out-dir", str(cli / "tables"), "--inputs", *declared,

@@ -70,7 +70,7 @@ def tables_job(j) -> None:
 
 def figures_job(j) -> None:
     run_dir, out_dir, inputs = _job_paths(j)
-    written = figures(run_dir, out_dir, j.config, inputs, j.path("speedup"))
+    written = figures(run_dir, out_dir, j.config, inputs, os.path.join(j.path("tables_csv"), "speedup.csv"))
     print(f"wrote {len(written)} files to {out_dir}")
 
 
