@@ -33,7 +33,7 @@ from toolcall_repro.provenance import config_hash
 TIMING = re.compile(
     r"(^|[_./ -])(wall|cpu|gpu|device|time|times|timing|seconds|elapsed|duration|throughput|finished|started"
     r"|speedup|secs?|latency|hours|cost|costs|update_share|not_reached_share|predicted_step_ratio)([_./ -]|$)"
-    r"|(_s|_sec|_ms|_at)$|^(s|t)$",
+    r"|(_s|_sec|_ms|_h|_at)$|^(s|t|h)$",
     re.IGNORECASE,
 )
 # Path parts and suffixes that are not digested, and why (the reason is printed by `digests --explain`).
