@@ -10,8 +10,8 @@ taken on (model, flags, torch's native capability). Settings:
   pin=<cap> shell=<cap2>  the same, with the caller's shell asking for <cap2> (the pin must win)
   unpinned shell=<cap>    no pin (every job before the pin): the shell, i.e. the machine, decides
 and single-variable probes (MKL_CBWR, ONEDNN_MAX_CPU_ISA, NPY_DISABLE_CPU_FEATURES, TOKENIZERS_PARALLELISM)
-on an unpinned job, to show which ones move the bytes on this machine, and OMP_WAIT_POLICY (which the job
-entry sets to PASSIVE: it moves the time, not the bytes). Prints only; asserts nothing
+on an unpinned job, to show which ones move the bytes on this machine, and OMP_WAIT_POLICY (left to the
+caller by the job entry: it moves the time, not the bytes). Prints only; asserts nothing
 (tests/engines/local/test_local_warmstart.py holds the pin's test).
 """
 
