@@ -182,7 +182,9 @@ def _floor(ratio, lo, hi) -> MatchedSpeedup:
 
 def test_floor_rule_near_one_and_covering_one():
     assert floor_supports_claim(_floor(1.1, 0.7, 1.6))
-    assert not floor_supports_claim(_floor(1.3, 1.02, 1.6))  # neither near 1 nor covering it
+    assert floor_supports_claim(_floor(0.7, 0.4, 1.2))  # within 1.5x of 1 (0.67 .. 1.5), covering 1
+    assert not floor_supports_claim(_floor(1.6, 0.9, 2.6))  # covers 1 but is further than 1.5x from it
+    assert not floor_supports_claim(_floor(1.3, 1.02, 1.6))  # near, but the interval excludes 1
     assert not floor_supports_claim(_floor(1.2, 1.05, 1.4))  # near, but the interval excludes 1
     assert not floor_supports_claim(_floor(None, 0.0, 1.4))  # not reached
     assert not floor_supports_claim(None)
