@@ -69,10 +69,21 @@ def test_efficiency_table_hand_case():
     assert e["first_epoch_mixed"] == pytest.approx(0.5) and e["first_epoch_all_correct"] == pytest.approx(
         0.25
     )
-    v = t.loc["vanilla vs vanilla (seed s vs s+1)"]
+    # matched: target .25 + 0.8 * .5 = .65, vanilla at 1 + .15 / .25 = 1.6 h, efficient at 0.8 h
+    assert e["matched_target"] == pytest.approx(0.65) and e["matched_speedup"] == pytest.approx(2.0)
+    assert e["matched_not_reached_pairs"] == ""
+    v = t.loc["vanilla vs vanilla (peak: seed s vs s+1; matched: seed 1 vs 0)"]
     # .25 -> .75 on 2 of 4 prompts; 4 prompts cannot exclude 0 (all-zero resamples have p = 1/16 > 2.5%)
     assert v["gain"] == pytest.approx(0.5) and v["gain_low"] == 0.0 and v["gain_high"] == 1.0
     assert v["speedup"] == pytest.approx(1.0)  # two identical runs: the noise floor is exactly 1 here
+    assert v["matched_speedup"] == pytest.approx(1.0)
+    shown = eff_table.display.set_index("variant").loc["efficient", "matched speedup"]
+    assert shown.startswith("2.00 [") and "target 0.650" in shown
+    # identical vanilla runs: both floors at 1x; the 4-prompt interval is wide, so whether each may carry a
+    # claim depends on it covering 1, which an identical pair's always does
+    assert "multi_turn: matched speedup may carry a claim: its vanilla-vs-vanilla row is 1.00 [" in " ".join(
+        eff_table.notes
+    )
     assert set(epochs.frame["epoch"]) == {0, 1} and (epochs.frame["groups"] == 8).all()
 
 
@@ -137,11 +148,28 @@ def test_sampled_metric_has_its_own_table_on_fractional_outcomes():
     table = efficiency_tables(runs, margin=0.05, n_bootstrap=200, metric="sampled")[0]
     assert table.name == "efficiency_sampled" and "held-out metric: sampled" in table.notes[0]
     t = table.frame.set_index("variant")
-    v = t.loc["vanilla vs vanilla (seed s vs s+1)"]
+    v = t.loc["vanilla vs vanilla (peak: seed s vs s+1; matched: seed 1 vs 0)"]
     # mean .1875 -> .625: gain .4375; every prompt gains (.5, .5, .25, .5), so the interval is above 0
     assert v["initial_acc"] == pytest.approx(0.1875) and v["final_acc"] == pytest.approx(0.625)
     assert v["gain"] == pytest.approx(0.4375) and v["gain_low"] >= 0.25
     # vanilla peaks at .625 at 2 h, efficient (same outcomes, half the time) at 1 h
     assert t.loc["efficient", "speedup"] == pytest.approx(2.0)
     greedy = efficiency_tables(runs, margin=0.05, n_bootstrap=200)[0]
-    assert greedy.name == "efficiency" and greedy.frame.set_index("variant").loc["efficient", "final_acc"] == 0.75
+    assert (
+        greedy.name == "efficiency"
+        and greedy.frame.set_index("variant").loc["efficient", "final_acc"] == 0.75
+    )
+
+
+def test_a_noise_floor_far_from_one_says_its_estimator_carries_no_claim():
+    """Vanilla seed 2 learns the same curve in half the time: the matched floor is (1.6 + 1.6) / (2 * 0.8)."""
+    runs = [_run("vanilla", s, 4.0, 3.0, 1.0) for s in (0, 1)] + [_run("vanilla", 2, 4.0, 3.0, 0.5)]
+    runs += [_run("efficient", s, 2.0, 1.0, 0.5, kept_rows=4) for s in (0, 1, 2)]
+    table = efficiency_tables(runs, margin=0.05, n_bootstrap=200)[0]
+    v = table.frame.set_index("variant").loc[
+        "vanilla vs vanilla (peak: seed s vs s+1; matched: seed 2 vs 0,1)"
+    ]
+    assert v["matched_speedup"] == pytest.approx(2.0)
+    notes = " ".join(table.notes)
+    assert "multi_turn: matched speedup carries no claim: its vanilla-vs-vanilla row is 2.00 [" in notes
+    assert "claim rule (pre-registered" in notes

@@ -125,6 +125,9 @@ def test_heldout_study_tables_and_the_factorial_layout(run_dir):
     assert list(held.display["held-out multi"]) == ["55.0 ± 1.0", "48.0 ± 1.0"]
     assert "held-out reserve benchmark" in held.notes[0]
     assert tables.PIPELINE_CHECK_NOTE in built["template"].notes  # the tiny model's BFCL tables
+    # make run's efficiency table says in its first line that it is a check, and where the evidence is
+    first = built["speedup"].markdown().splitlines()[0]
+    assert first.startswith("# Pipeline check, not evidence") and "make evidence" in first
     assert tables.PIPELINE_CHECK_NOTE not in held.notes
     # the factorial runs on the held-out benchmark only here: no BFCL rows, held-out rows beside the paper's
     assert built["prompt_factorial"].frame.empty

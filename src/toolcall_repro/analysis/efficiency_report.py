@@ -4,6 +4,10 @@ Per setting, each variant against vanilla over paired seeds:
 - time to reach vanilla's peak held-out accuracy (PODS), bootstrap interval over prompts and seed pairs,
   "not reached" when the candidate misses it; the same estimator for vanilla seed s against vanilla seed
   s+1 (the noise floor: what the estimator says about two runs of the same method);
+- time to matched accuracy on monotone curves (`analysis.matched`: MATCHED_FRACTION of vanilla's pooled
+  gain), with its own noise floor, vanilla's last seed against the others; an estimator carries a claim
+  only when its floor is near 1x with an interval covering 1 (`matched.floor_supports_claim`), and the
+  notes say, per setting, which does;
 - non-inferiority of final held-out accuracy at the configured margin (paired over prompts);
 - the measured cost ratio (vanilla step seconds / variant step seconds per seed pair) next to the
   ratio predicted from the measured filter rate f, vanilla's update share u and the kept fraction;
@@ -22,6 +26,13 @@ import pandas as pd
 from toolcall_repro.analysis import runstats
 from toolcall_repro.analysis.efficiency import DEVICE_TIME, by_setting_variant
 from toolcall_repro.analysis.loaders import TrainingRun
+from toolcall_repro.analysis.matched import (
+    FLOOR_NEAR,
+    MATCHED_FRACTION,
+    floor_supports_claim,
+    matched_speedup,
+    noise_floor_pairs,
+)
 from toolcall_repro.analysis.speedup import OutcomeCurve, peak_speedup
 from toolcall_repro.analysis.stats import non_inferiority, paired_bootstrap, wilson_interval
 from toolcall_repro.analysis.tabular import Table
@@ -35,7 +46,9 @@ METRICS = {"greedy": OUTCOMES, "sampled": "heldout_sampled_outcomes"}
 TABLE_NAMES = {"greedy": "efficiency", "sampled": "efficiency_sampled"}
 
 
-def outcome_curve(run: TrainingRun, time_key: str = DEVICE_TIME, metric: str = "greedy") -> OutcomeCurve | None:
+def outcome_curve(
+    run: TrainingRun, time_key: str = DEVICE_TIME, metric: str = "greedy"
+) -> OutcomeCurve | None:
     """Per-prompt outcomes of `metric` at each checkpoint against cumulative hours; None when the run
     lacks them."""
     key = METRICS[metric]
@@ -96,6 +109,7 @@ def efficiency_tables(
     n_bootstrap: int = 2000,
     seed: int = 0,
     metric: str = "greedy",
+    fraction: float = MATCHED_FRACTION,
 ) -> list[Table]:
     """The efficiency table on held-out `metric` (greedy or sampled), then the per-epoch table."""
     rows, notes = (
@@ -111,6 +125,16 @@ def efficiency_tables(
             "speedup = time for vanilla to reach its peak held-out accuracy / time for the variant to reach"
             " it (PODS), pooled over paired seeds, cumulative CPU time; [95% bootstrap over prompts and seed"
             " pairs; a resample where the variant misses counts 0]; 'not reached' when it never gets there",
+            f"matched speedup = time for vanilla to reach {fraction:g} of vanilla's pooled final gain over the"
+            " start / time for the variant to reach it, on each run's curve made monotone by isotonic"
+            " regression (checkpoints weighted by held-out prompts), times interpolated, pooled over paired"
+            " seeds; [95% bootstrap over prompts and seed pairs, the target recomputed; a resample where the"
+            " variant misses counts 0, where only vanilla misses +inf; the share of such resamples is shown]",
+            "noise floors: time to vanilla's peak on vanilla seed s against s+1; matched speedup on vanilla's"
+            " last seed against each other seed (with one target for all pairs a rotation is 1 by"
+            " construction)",
+            f"claim rule (pre-registered, docs/efficiency.md): an estimator carries a claim only if its"
+            f" vanilla-vs-vanilla row lies within {FLOOR_NEAR:g}x of 1 with an interval covering 1",
             f"non-inferior: paired 95% interval of final accuracy (variant - vanilla) has its low end above"
             f" -{margin}",
             "cost ratio = vanilla step seconds / variant step seconds per seed pair (mean [min, max]);"
@@ -170,12 +194,28 @@ def efficiency_tables(
             pairs = sorted(set(base) & set(seeds))
             if variant == baseline:
                 row.update(gain=vanilla_gain.estimate, gain_low=vanilla_gain.low, gain_high=vanilla_gain.high)
-                if len(seeds) >= 2:  # the noise floor: the estimator on two runs of the same method
+                floors = {"time to vanilla's peak": None, "matched speedup": None}
+                if len(seeds) >= 2:  # the noise floors: each estimator on two runs of the same method
                     ordered = sorted(seeds)
                     rot = list(zip(ordered, ordered[1:] + ordered[:1], strict=True))
                     floor = peak_speedup(base_curves, curves, pairs=rot, n_bootstrap=n_bootstrap, seed=seed)
                     row.update(_speedup_cols(floor))
-                    row["variant"] = f"{baseline} vs {baseline} (seed s vs s+1)"
+                    last = noise_floor_pairs(ordered)
+                    matched_floor = matched_speedup(
+                        {b: base_curves[b] for b, _ in last},
+                        {c: curves[c] for _, c in last},
+                        pairs=last,
+                        fraction=fraction,
+                        n_bootstrap=n_bootstrap,
+                        seed=seed,
+                    )
+                    row.update(_matched_cols(matched_floor))
+                    floors = {"time to vanilla's peak": floor, "matched speedup": matched_floor}
+                    others = ",".join(str(b) for b, _ in last)
+                    row["variant"] = (
+                        f"{baseline} vs {baseline} (peak: seed s vs s+1; matched: seed {ordered[-1]} vs {others})"
+                    )
+                notes += [_claim_note(setting, name, f) for name, f in floors.items()]
             elif pairs:
                 sp = peak_speedup(
                     {s: base_curves[s] for s in pairs},
@@ -184,6 +224,17 @@ def efficiency_tables(
                     seed=seed,
                 )
                 row.update(_speedup_cols(sp))
+                row.update(
+                    _matched_cols(
+                        matched_speedup(
+                            {s: base_curves[s] for s in pairs},
+                            {s: curves[s] for s in pairs},
+                            fraction=fraction,
+                            n_bootstrap=n_bootstrap,
+                            seed=seed,
+                        )
+                    )
+                )
                 ni = non_inferiority(
                     _seed_mean({s: base_curves[s] for s in pairs}, -1),
                     _seed_mean({s: curves[s] for s in pairs}, -1),
@@ -216,8 +267,8 @@ def efficiency_tables(
     return [
         Table(
             TABLE_NAMES[metric],
-            f"Efficiency experiment ({metric} held-out accuracy): time to vanilla's peak, non-inferiority,"
-            " cost, regime",
+            f"Efficiency experiment ({metric} held-out accuracy): time to vanilla's peak, time to matched"
+            " accuracy, non-inferiority, cost, regime",
             frame,
             _display(frame),
             notes,
@@ -235,6 +286,50 @@ def _speedup_cols(sp) -> dict:
         "not_reached_seeds": ",".join(map(str, sp.not_reached)),
         "at_start": sp.at_start,
     }
+
+
+def _matched_cols(m) -> dict:
+    return {
+        "matched_fraction": m.fraction,
+        "matched_target": m.target,
+        "matched_gain": m.gain,
+        "matched_speedup": math.nan if m.ratio is None else m.ratio,
+        "matched_low": m.ci_low,
+        "matched_high": m.ci_high,
+        "matched_not_reached_share": m.not_reached_share,
+        "matched_not_reached_pairs": ",".join(f"{b}/{c}" for b, c in m.not_reached),
+        "matched_no_gain": m.no_gain,
+    }
+
+
+def _claim_note(setting: str, estimator: str, floor) -> str:
+    """The claim rule in words, per setting and estimator, from its vanilla-vs-vanilla row."""
+    if floor is None:
+        return f"{setting}: {estimator} carries no claim: fewer than two vanilla seeds, no noise floor"
+    if floor.ratio is None:
+        shown = "not reached"
+    else:
+        shown = f"{_iv(floor.ratio, floor.ci_low, floor.ci_high)}"
+    verdict = "may carry a claim" if floor_supports_claim(floor) else "carries no claim"
+    return f"{setting}: {estimator} {verdict}: its vanilla-vs-vanilla row is {shown}"
+
+
+def _matched_display(r: dict) -> str:
+    if "matched_speedup" not in r or pd.isna(r.get("matched_target", math.nan)):
+        return ""
+    if r.get("matched_no_gain") is True:
+        return "no gain to match (vanilla's monotone final <= its start)"
+    interval = f"[{_fmt(r['matched_low'])}, {_fmt(r['matched_high'])}]"
+    share = (
+        f", {r['matched_not_reached_share']:.0%} of resamples not reached"
+        if r["matched_not_reached_share"]
+        else ""
+    )
+    missed = r.get("matched_not_reached_pairs")
+    head = (
+        f"not reached (pairs {missed})" if isinstance(missed, str) and missed else _fmt(r["matched_speedup"])
+    )
+    return f"{head} {interval} (target {r['matched_target']:.3f}{share})"
 
 
 def _display(frame: pd.DataFrame) -> pd.DataFrame:
@@ -267,6 +362,7 @@ def _display(frame: pd.DataFrame) -> pd.DataFrame:
                 if not pd.isna(r.get("gain", math.nan))
                 else "",
                 "time to vanilla's peak": speed,
+                "matched speedup": _matched_display(r),
                 "final acc - vanilla": final,
                 "cost ratio": (
                     f"{r['cost_ratio']:.2f} [{r['cost_ratio_min']:.2f}, {r['cost_ratio_max']:.2f}]"

@@ -34,6 +34,10 @@ PIPELINE_CHECK_NOTE = (
     "(data, prompts, decoding, checkers, seeds), not the protocols; the *_heldout tables show the studies' "
     "effects on a benchmark where it has skill"
 )
+EFFICIENCY_CHECK_TITLE = (
+    "Pipeline check, not evidence: the efficiency evidence is `make evidence` (config/evidence.yaml,"
+    ' docs/efficiency.md, "Pre-registration")'
+)
 # What each system prompt asks for: (output format, rules) for the factorial and the paper's variants.
 PROMPT_FACTORS = {
     "fmt_xml": ("xml", "none"),

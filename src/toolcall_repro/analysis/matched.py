@@ -1,0 +1,223 @@
+"""Time to matched accuracy on monotone curves: the estimator pre-registered for the efficiency evidence.
+
+PODS's time to vanilla's peak (`speedup.peak_speedup`) hinges on one checkpoint's draw: the peak of a
+still-rising curve. This one does not:
+1. each run's held-out accuracy curve is made monotone (non-decreasing in time) by isotonic regression,
+   each checkpoint weighted by the number of held-out prompts scored there;
+2. target = a0 + fraction * (F - a0): a0 the pooled accuracy at the first checkpoint and F the pooled
+   final value of the monotone curves, pooled (mean) over the baseline runs of the seed pairs;
+3. each run's time = the first time its monotone curve reaches the target, linearly interpolated between
+   the two checkpoints that bracket it (`speedup.time_to_accuracy`); None when it never gets there;
+4. speedup = the baseline's time / the candidate's time, pooled over seed pairs as PODS's is
+   (sum of baseline times / sum of candidate times);
+5. a percentile bootstrap resamples held-out prompts (one draw for every run and checkpoint) and seed
+   pairs, and recomputes 1-4, the target included. A resample where a run misses the target stays in:
+   as 0x when a candidate misses, as +inf when only a baseline misses; its share is reported.
+
+A fraction below 1 is what lets every run have a time: at 1 about half of the baseline runs would miss
+their own pooled final accuracy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# scikit-learn arrives with the eval extra (lm-eval, sentence-transformers: requirements/main.lock).
+from sklearn.isotonic import isotonic_regression
+
+from toolcall_repro.analysis.speedup import Curve, OutcomeCurve, time_to_accuracy
+
+__all__ = [
+    "FLOOR_NEAR",
+    "MATCHED_FRACTION",
+    "MatchedSpeedup",
+    "PairTimes",
+    "floor_supports_claim",
+    "gain_target",
+    "matched_speedup",
+    "monotone_curve",
+    "noise_floor_pairs",
+]
+
+# Pre-registered (docs/efficiency.md, "Pre-registration"): the share of vanilla's pooled final gain that
+# counts as matched accuracy, and how close to 1x a noise floor must be for its estimator to carry a claim
+# (1.5: the low end a "reproduced" speedup's interval must clear; a floor past it is noise on that scale).
+MATCHED_FRACTION = 0.8
+FLOOR_NEAR = 1.5
+
+
+def monotone_curve(curve: Curve, weights: Sequence[float] | None = None) -> Curve:
+    """The non-decreasing curve closest to `curve` in weighted least squares (isotonic regression).
+
+    `weights[i]` is the number of held-out prompts scored at checkpoint i (equal weights when None).
+    """
+    w = np.ones(len(curve.times)) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != (len(curve.times),) or not np.all(w > 0):
+        raise ValueError(f"need one positive weight per checkpoint ({len(curve.times)}), got {list(w)}")
+    fitted = isotonic_regression(np.asarray(curve.accuracies, dtype=float), sample_weight=w, increasing=True)
+    return Curve(curve.times, tuple(float(a) for a in fitted))
+
+
+def gain_target(baselines: Sequence[Curve], fraction: float = MATCHED_FRACTION) -> tuple[float, float, float]:
+    """(target, a0, gain): a0 = mean first-checkpoint accuracy of the raw curves, gain = mean final value
+    of their monotone fits - a0, target = a0 + fraction * gain. `baselines` are raw curves."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    if not baselines:
+        raise ValueError("no baseline curves")
+    a0 = float(np.mean([c.accuracies[0] for c in baselines]))
+    final = float(np.mean([monotone_curve(c).accuracies[-1] for c in baselines]))
+    return a0 + fraction * (final - a0), a0, final - a0
+
+
+@dataclass(frozen=True)
+class PairTimes:
+    baseline_time: float | None  # None: the baseline's monotone curve never reaches the target
+    candidate_time: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.baseline_time is None or self.candidate_time is None or self.candidate_time <= 0:
+            return None
+        return self.baseline_time / self.candidate_time
+
+
+@dataclass(frozen=True)
+class MatchedSpeedup:
+    """Time to `fraction` of vanilla's pooled gain, over seed pairs, with a bootstrap interval.
+
+    `ratio` is None when a run of any pair misses the target, or when the baselines gained nothing
+    (`gain` <= 0: no accuracy to match). The interval's resamples keep their misses (0x or +inf), so
+    it can be (0, inf); `not_reached_share` is the share of resamples in which any run missed or the
+    resampled baselines gained nothing.
+    """
+
+    fraction: float
+    target: float
+    start: float
+    gain: float
+    per_pair: dict[tuple[int, int], PairTimes]
+    ratio: float | None
+    ci_low: float
+    ci_high: float
+    not_reached_share: float
+    confidence: float
+
+    @property
+    def not_reached(self) -> list[tuple[int, int]]:
+        return [p for p, t in self.per_pair.items() if t.baseline_time is None or t.candidate_time is None]
+
+    @property
+    def no_gain(self) -> bool:
+        return not self.gain > 0
+
+
+def _pooled(times: Sequence[PairTimes]) -> tuple[float, bool]:
+    """(pooled ratio, any miss): 0 when a candidate misses, +inf when only a baseline misses."""
+    if any(t.candidate_time is None for t in times):
+        return 0.0, True
+    if any(t.baseline_time is None for t in times):
+        return math.inf, True
+    tc = sum(t.candidate_time for t in times)  # type: ignore[misc]
+    tb = sum(t.baseline_time for t in times)  # type: ignore[misc]
+    return (tb / tc if tc > 0 else math.inf), False
+
+
+def _estimate(
+    baseline: Mapping[int, OutcomeCurve],
+    candidate: Mapping[int, OutcomeCurve],
+    pairs: Sequence[tuple[int, int]],
+    fraction: float,
+    prompts: np.ndarray | None = None,
+) -> tuple[float, float, float, list[PairTimes]]:
+    raw_b = {b: baseline[b].curve(prompts) for b, _ in pairs}
+    raw_c = {c: candidate[c].curve(prompts) for _, c in pairs}
+    target, a0, gain = gain_target([raw_b[b] for b, _ in pairs], fraction)
+    # Every checkpoint of a run is scored on the same held-out prompts: equal weights (= their count).
+    n = baseline[pairs[0][0]].outcomes.shape[1] if prompts is None else len(prompts)
+    mono_b = {b: monotone_curve(c, [n] * len(c.times)) for b, c in raw_b.items()}
+    mono_c = {k: monotone_curve(c, [n] * len(c.times)) for k, c in raw_c.items()}
+    if not gain > 0:
+        return target, a0, gain, [PairTimes(None, None) for _ in pairs]
+    times = [
+        PairTimes(time_to_accuracy(mono_b[b], target), time_to_accuracy(mono_c[c], target)) for b, c in pairs
+    ]
+    return target, a0, gain, times
+
+
+def matched_speedup(
+    baseline: Mapping[int, OutcomeCurve],
+    candidate: Mapping[int, OutcomeCurve],
+    *,
+    pairs: Sequence[tuple[int, int]] | None = None,
+    fraction: float = MATCHED_FRACTION,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> MatchedSpeedup:
+    """Speedup of candidate over baseline at `fraction` of the baselines' pooled gain, paired by seed (or by
+    explicit `pairs`, e.g. `noise_floor_pairs`); the target pools the baselines of the pairs."""
+    if pairs is None:
+        unpaired = sorted(set(baseline) ^ set(candidate))
+        if unpaired:
+            raise ValueError(f"seeds {unpaired} have a run on one side only")
+        pairs = [(s, s) for s in sorted(baseline)]
+    pairs = list(pairs)
+    if not pairs:
+        raise ValueError("no seed pairs to compare")
+    missing = [p for p in pairs if p[0] not in baseline or p[1] not in candidate]
+    if missing:
+        raise ValueError(f"pairs {missing} name a seed without a run")
+    widths = {c.outcomes.shape[1] for c in [*baseline.values(), *candidate.values()]}
+    if len(widths) != 1:
+        raise ValueError(f"runs were scored on different held-out sets (prompt counts {sorted(widths)})")
+    n_prompts = widths.pop()
+    target, a0, gain, times = _estimate(baseline, candidate, pairs, fraction)
+    ratio, missed = _pooled(times)
+    rng = np.random.default_rng(seed)
+    draws = np.empty(n_bootstrap)
+    misses = 0
+    for k in range(n_bootstrap):
+        prompts = rng.integers(0, n_prompts, size=n_prompts)
+        chosen = [pairs[j] for j in rng.integers(0, len(pairs), size=len(pairs))]
+        *_, g, t = _estimate(baseline, candidate, chosen, fraction, prompts)
+        draws[k], miss = (0.0, True) if not g > 0 else _pooled(t)
+        misses += miss
+    alpha = (1.0 - confidence) / 2
+    # inverted_cdf returns one of the draws: no interpolation towards an infinite one.
+    lo, hi = (float(x) for x in np.quantile(draws, [alpha, 1.0 - alpha], method="inverted_cdf"))
+    return MatchedSpeedup(
+        fraction=fraction,
+        target=target,
+        start=a0,
+        gain=gain,
+        per_pair=dict(zip(pairs, times, strict=True)),
+        ratio=None if missed or not gain > 0 else ratio,
+        ci_low=lo,
+        ci_high=hi,
+        not_reached_share=misses / n_bootstrap,
+        confidence=confidence,
+    )
+
+
+def noise_floor_pairs(seeds: Sequence[int]) -> list[tuple[int, int]]:
+    """Vanilla's last seed as the "variant" against each of the others: [(s, last) for s before last].
+
+    Not seed s against s+1 all round (PODS's floor): with one target for every pair, a rotation's pooled
+    ratio is sum(t_s) / sum(t_s) = 1 whatever the runs do.
+    """
+    ordered = sorted(seeds)
+    return [(s, ordered[-1]) for s in ordered[:-1]]
+
+
+def floor_supports_claim(floor, near: float = FLOOR_NEAR) -> bool:
+    """The pre-registered rule: an estimator may carry a claim only if its vanilla-vs-vanilla ratio lies
+    within a factor `near` of 1 and its interval covers 1. `floor`: a `MatchedSpeedup` or a
+    `speedup.PeakSpeedup` (anything with ratio, ci_low, ci_high), or None (no floor)."""
+    if floor is None or floor.ratio is None:
+        return False
+    return 1 / near <= floor.ratio <= near and floor.ci_low <= 1 <= floor.ci_high
