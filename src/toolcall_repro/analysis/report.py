@@ -54,6 +54,10 @@ FIGURE_NAMES = (
 # The speedup table is the paper's: each variant against vanilla, in device time, at the baseline's peak
 # (efficiency.speedup_table's defaults; the config has no knob for them).
 SPEEDUP_BASELINE = "vanilla"
+# The title of every figure of a pipeline check (a tiny model, a few prompts, one seed a run).
+PIPELINE_CHECK_TITLE = (
+    "Pipeline check (tiny model, CPU, a few dozen prompts): shows the pipeline runs, not the paper's result"
+)
 
 
 class RunResults:
@@ -219,6 +223,9 @@ def build_figures(res: RunResults, cfg: Mapping, speedups: pd.DataFrame | None =
         figures.accuracy_vs_time(res.runs, speedups, SPEEDUP_BASELINE, time_label),
     ]
     assert tuple(f.name for f in out) == FIGURE_NAMES
+    if cfg.get("pipeline_check"):
+        for f in out:
+            f.figure.suptitle(PIPELINE_CHECK_TITLE, fontsize=9, color="#a33")
     return out
 
 
