@@ -25,6 +25,7 @@ STAND_IN = {
     "comparable, the size is not",
     "speedup": "held-out accuracy in CPU-hours of a tiny model stands in for BFCL in A100-GPU-hours",
     "update_to_rollout": "CPU seconds of a tiny model stand in for GPU seconds at paper scale",
+    "group_share": "the rollouts of a tiny model warm-started on synthetic data stand in for the paper's models",
 }
 
 
