@@ -51,6 +51,8 @@ SKIPPED = {
     ".gz": "an archive of the run (its members are digested where they were made)",
     ".snakemake_timestamp": "Snakemake's directory timestamp",
     "provenance.json": "the run's record: the sum of the manifests (times, machines, installed packages)",
+    "claims.csv": "the claims scorecard: a reading of digested tables, rows of timing among them (speedup, "
+    "update vs rollout time)",
 }
 REFERENCE_VERSION = 1
 

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from toolcall_repro.analysis import report
+from toolcall_repro.analysis import figures, report
 
 # The shape the report rules pass: the evaluate subtree (studies, general) and the training runs.
 CONFIG = json.dumps(
@@ -124,7 +127,10 @@ def test_figures_from_declared_inputs_use_the_written_speedup_table(run_dir, tmp
     speedup_csv = tmp_path / "t" / "csv" / "speedup.csv"
     assert main(["figures", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "f"), "--inputs", *declared,
                  "--speedup", str(speedup_csv), "--config", CONFIG]) == 0  # fmt: skip
-    assert main(["figures", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "g"), "--config", CONFIG]) == 0
+    assert (
+        main(["figures", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "g"), "--config", CONFIG])
+        == 0
+    )
     png = "png/accuracy_vs_time.png"
     assert (tmp_path / "f" / png).read_bytes() == (tmp_path / "g" / png).read_bytes()
     # a declared set without the training runs: no figure cites a training run
@@ -133,3 +139,49 @@ def test_figures_from_declared_inputs_use_the_written_speedup_table(run_dir, tmp
     assert main(["figures", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "h"), "--inputs", *only_evals,
                  "--speedup", str(speedup_csv), "--config", CONFIG]) == 0  # fmt: skip
     assert "train/" not in (tmp_path / "h" / "index.md").read_text()
+
+
+def test_stack_labels_moves_an_overlapping_label_just_below():
+    # B (top 22) is placed first; A overlaps it and moves down to B's bottom (12) - gap 2: shift 20 - 12 + 2;
+    # C overlaps nothing (x 100-120) and stays
+    boxes = [(0, 10, 20, 20), (5, 12, 25, 22), (100, 10, 120, 20)]
+    assert figures.stack_labels(boxes) == [10.0, 0.0, 0.0]
+    # a third label on the same spot goes below both
+    assert figures.stack_labels([(0, 10, 20, 20)] * 3) == [0.0, 12.0, 24.0]
+
+
+def _overlap(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+@pytest.mark.parametrize("pipeline_check", [False, True])
+def test_speedup_labels_of_variants_at_the_same_point_never_collide(run_dir, pipeline_check):
+    # Two variants reaching the target 0.6 at 1.50 h and 1.52 h: their labels start on the same spot.
+    res = report.RunResults(run_dir)
+    eff = next(r for r in res.runs if r.variant == "efficient")
+    res.runs.append(dataclasses.replace(eff, variant="filter_only"))
+    speedups = pd.DataFrame(
+        [
+            {"setting": "single_turn", "variant": v, "target_accuracy": 0.6, "time_to_target_h": t,
+             "baseline_time_h": 3.0, "speedup": 3.0 / t}
+            for v, t in (("efficient", 1.5), ("filter_only", 1.52))
+        ]
+    )  # fmt: skip
+    figs = report.build_figures(res, {"pipeline_check": pipeline_check}, speedups)
+    fig = next(f for f in figs if f.name == "accuracy_vs_time").figure
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    labels = [t for t in fig.axes[0].texts if t.get_text().endswith("x")]
+    assert sorted(t.get_text() for t in labels) == ["1.97x", "2.00x"]
+    a, b = (t.get_window_extent(canvas.get_renderer()) for t in labels)
+    assert not _overlap(a, b)
+    assert (fig.get_suptitle() == report.PIPELINE_CHECK_TITLE) is pipeline_check
+
+
+def test_every_figure_of_a_pipeline_check_says_so_in_its_title(run_dir):
+    figs = report.build_figures(report.RunResults(run_dir), {"pipeline_check": True})
+    assert {f.figure.get_suptitle() for f in figs} == {report.PIPELINE_CHECK_TITLE}
+    assert (
+        "pipeline check" in report.PIPELINE_CHECK_TITLE.lower()
+        and "not the paper's result" in report.PIPELINE_CHECK_TITLE
+    )

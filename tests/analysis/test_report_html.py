@@ -25,6 +25,7 @@ rule all:
 rule tables:
     output:
         index=report(RUN + "/tables/index.md", caption="report/tables.rst", category="Tables"),
+        claims=report(RUN + "/tables/claims.html", caption="report/claims.rst", category="Claims"),
         html=report(directory(RUN + "/tables/html"), patterns=["{name}.html"], caption="report/tables.rst",
                     category="Tables"),
     shell: "python -m toolcall_repro.analysis tables --run-dir {RUN} --out-dir {RUN}/tables"
@@ -64,6 +65,7 @@ def test_report_with_our_captions_renders(run_dir, tmp_path):
         "--screenshots",
         str(tmp_path / "shots"),
         "--expect",
+        "claims.html",
         "table4_bfcl.html",
         "speedup.html",
         "accuracy_vs_time.png",

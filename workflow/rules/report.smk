@@ -27,6 +27,14 @@ rule make_tables:
         index=report(
             R("tables", "index.md"), caption="../report/tables.rst", category="Tables"
         ),
+        # the scorecard: each claim of analysis/claims.yaml, its verdict and the table it is read from
+        claims=report(
+            R("tables", "claims.html"),
+            caption="../report/claims.rst",
+            category="Claims",
+        ),
+        claims_md=R("tables", "claims.md"),
+        claims_csv=R("tables", "claims.csv"),
         tables=report(
             directory(R("tables", "html")),
             patterns=["{name}.html"],
@@ -93,7 +101,11 @@ rule make_figures:
         files=rule_files,
         job=job(
             "figures",
-            config={"evaluate": subtree("evaluate"), "runs": training_runs()},
+            config={
+                "evaluate": subtree("evaluate"),
+                "runs": training_runs(),
+                "pipeline_check": config["model"]["base"] == "tiny",
+            },
             seeds={"eval": subtree("evaluate", "seeds")},
             run_dir=RUN,
         ),

@@ -28,9 +28,11 @@ def tables(run_dir: str, out_dir: str, config: dict, inputs: list[str] | None = 
     _headless()
     from toolcall_repro.analysis import report
 
-    built = report.build_tables(report.RunResults(run_dir, inputs), config)
-    written = report.write_tables(built, out_dir)
-    for t in built:
+    res = report.RunResults(run_dir, inputs)
+    built = report.build_tables(res, config)
+    card = report.build_scorecard(res, built, config)
+    written = report.write_tables(built, out_dir, card)
+    for t in [card, *built]:
         print(report.table_summary_line(t))
     return written
 

@@ -10,9 +10,12 @@ import numpy as np
 import pandas as pd
 
 from toolcall_repro.analysis import runstats
+from toolcall_repro.analysis.claims import ratio_of_sums
 from toolcall_repro.analysis.loaders import TrainingRun
 from toolcall_repro.analysis.speedup import Curve, predicted_speedup, speedup_over_seeds
 from toolcall_repro.analysis.tabular import Table, fmt_pm
+from toolcall_repro.rl.advantage import GROUP_TYPES
+from toolcall_repro.rl.metrics import epoch_report
 
 DEVICE_TIME = "time/cumulative_device_s"
 
@@ -236,3 +239,94 @@ def cost_by_context(runs: Sequence[TrainingRun], bins: int = 6) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(out)
+
+
+def dynamics_table(runs: Sequence[TrainingRun], *, n_bootstrap: int = 2000, seed: int = 0) -> Table:
+    """Per training run: the first epoch's group types, all-correct retention, and update vs rollout time.
+
+    The counts the claims scorecard tests (zero-variance share early in training, all-correct dominance,
+    P(still all-correct next epoch | all-correct this epoch), update time against rollout time and n).
+    """
+    rows = []
+    for r in sorted(runs, key=lambda r: (r.setting, r.variant, r.seed)):
+        epochs = epoch_report(r.metrics.to_dict("records"))
+        first = epochs[0] if epochs else {}
+        groups = int(first.get("groups", 0))
+        counts = {t: int(round(first[f"{t}_frac"] * groups)) if groups else 0 for t in GROUP_TYPES}
+        kept = runstats.retention_one_epoch(r.metrics)
+        costs = runstats.step_costs(r.metrics)
+        ratio, lo, hi = ratio_of_sums(
+            list(costs["update_s"]), list(costs["gen_s"]), n_bootstrap=n_bootstrap, seed=seed
+        )
+        rows.append(
+            {
+                "setting": r.setting,
+                "variant": r.variant,
+                "seed": r.seed,
+                "n": r.config.get("n"),
+                "plain": not r.config.get("filter") and not r.config.get("downsample"),
+                "first_epoch": first.get("epoch"),
+                "first_epoch_groups": groups,
+                **{f"first_epoch_{t}": counts[t] for t in GROUP_TYPES},
+                "retention_eligible": int(kept["eligible"].sum()),
+                "retention_retained": int(kept["retained"].sum()),
+                "steps": len(costs),
+                "gen_s": float(costs["gen_s"].sum()),
+                "update_s": float(costs["update_s"].sum()),
+                "update_to_rollout_time": ratio,
+                "update_to_rollout_time_low": lo,
+                "update_to_rollout_time_high": hi,
+                "source": r.trace.get("source"),
+                "manifest": r.trace.get("manifest"),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    display = pd.DataFrame(
+        {
+            "setting": frame.get("setting", []),
+            "variant": frame.get("variant", []),
+            "seed": frame.get("seed", []),
+            "n": frame.get("n", []),
+            "first-epoch groups (all correct / all wrong / mixed)": [
+                f"{g}: {c} / {w} / {m}"
+                for g, c, w, m in zip(
+                    frame.get("first_epoch_groups", []),
+                    frame.get("first_epoch_all_correct", []),
+                    frame.get("first_epoch_all_wrong", []),
+                    frame.get("first_epoch_mixed", []),
+                    strict=True,
+                )
+            ],
+            "still all-correct next epoch": [
+                f"{k} of {e}"
+                for k, e in zip(
+                    frame.get("retention_retained", []), frame.get("retention_eligible", []), strict=True
+                )
+            ],
+            "update / rollout time": [
+                fmt_pm(v, None, 2) + ("" if math.isnan(lo) else f" [{lo:.2f}, {hi:.2f}]")
+                for v, lo, hi in zip(
+                    frame.get("update_to_rollout_time", []),
+                    frame.get("update_to_rollout_time_low", []),
+                    frame.get("update_to_rollout_time_high", []),
+                    strict=True,
+                )
+            ],
+        }
+    )
+    notes = [
+        "first epoch: groups generated in the run's first epoch (each step's group-type fractions weighted by "
+        "its prompts); retention: all-correct prompts observed in two epochs in a row, pooled over epochs "
+        "(k = 1, from the transition counts; prompts the filter skipped are not observed)",
+        "update / rollout time: policy-update seconds (optimizer included) over rollout seconds, summed over "
+        "steps, with a 95% bootstrap interval over steps",
+    ]
+    if frame.empty:
+        notes.insert(0, "no training runs in this run")
+    return Table(
+        "training_dynamics",
+        "Training dynamics: group types, retention, update vs rollout time",
+        frame,
+        display,
+        notes,
+    )

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -301,6 +302,7 @@ def accuracy_vs_time(
         return _empty("accuracy_vs_time", "no training runs in this run", caption)
     grid = by_setting_variant(runs)
     fig, axes = _new(ncols=len(grid))
+    labels = []
     for ax, (setting, variants) in zip(axes[0], sorted(grid.items()), strict=True):
         for variant, seeds in sorted(variants.items()):
             colour = None
@@ -321,16 +323,55 @@ def accuracy_vs_time(
                     [r["baseline_time_h"]], [r["target_accuracy"]], marker="x", markersize=9, color="black"
                 )
                 if not pd.isna(r.get("speedup")):
-                    ax.annotate(
-                        f"{r['speedup']:.2f}x",
-                        (r["time_to_target_h"], r["target_accuracy"]),
-                        textcoords="offset points",
-                        xytext=(6, -12),
-                        fontsize=8,
-                        color=colour,
+                    labels.append(
+                        ax.annotate(
+                            f"{r['speedup']:.2f}x",
+                            (r["time_to_target_h"], r["target_accuracy"]),
+                            textcoords="offset points",
+                            xytext=(6, -12),
+                            fontsize=8,
+                            color=colour,
+                        )
                     )
         ax.set_title(setting)
         ax.set_xlabel(time_label)
         ax.set_ylabel("held-out accuracy")
         ax.legend(fontsize=7)
-    return _finish("accuracy_vs_time", fig, caption, _run_sources(runs))
+    out = _finish("accuracy_vs_time", fig, caption, _run_sources(runs))
+    separate_labels(fig, labels)
+    return out
+
+
+def stack_labels(boxes: Sequence[tuple[float, float, float, float]], gap: float = 2.0) -> list[float]:
+    """Downward shifts that leave no two label boxes (x0, y0, x1, y1; y up) overlapping.
+
+    Labels are placed top to bottom (then left to right); one that would overlap a label already placed
+    moves just below it, `gap` apart, as often as needed. A label that overlaps nothing stays put.
+    """
+    order = sorted(range(len(boxes)), key=lambda i: (-boxes[i][3], boxes[i][0]))
+    placed: list[tuple[float, float, float, float]] = []
+    shifts = [0.0] * len(boxes)
+    for i in order:
+        x0, y0, x1, y1 = boxes[i]
+        shift, moved = 0.0, True
+        while moved:
+            moved = False
+            for px0, py0, px1, py1 in placed:
+                if x0 < px1 and px0 < x1 and y0 - shift < py1 and py0 < y1 - shift:
+                    shift, moved = y1 - py0 + gap, True
+        placed.append((x0, y0 - shift, x1, y1 - shift))
+        shifts[i] = shift
+    return shifts
+
+
+def separate_labels(fig: Figure, labels: Sequence) -> None:
+    """Move annotations (offset in points) down until none overlaps another, measured on the laid-out figure."""
+    if len(labels) < 2:
+        return
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    fig.draw_without_rendering()
+    renderer = canvas.get_renderer()
+    boxes = [tuple(a.get_window_extent(renderer).extents) for a in labels]
+    for a, shift in zip(labels, stack_labels(boxes), strict=True):
+        x, y = a.xyann
+        a.xyann = (x, y - shift * 72.0 / fig.dpi)

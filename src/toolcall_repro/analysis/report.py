@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from toolcall_repro.analysis import efficiency, figures, loaders, tables, tabular
+from toolcall_repro.analysis import claims, efficiency, figures, loaders, scorecard, tables, tabular
 from toolcall_repro.io import atomic_path, atomic_write_text
 
 TABLE_NAMES = (
@@ -38,7 +38,10 @@ TABLE_NAMES = (
     "prompt_factorial_heldout",
     "data_format_heldout",
     "table4_heldout",
+    "training_dynamics",
 )
+# The scorecard (tables/claims.{md,csv,html}): one row a claim of claims.yaml, read from the tables above.
+CLAIMS = "claims"
 FIGURE_NAMES = (
     "seed_spread",
     "template",
@@ -51,6 +54,10 @@ FIGURE_NAMES = (
 # The speedup table is the paper's: each variant against vanilla, in device time, at the baseline's peak
 # (efficiency.speedup_table's defaults; the config has no knob for them).
 SPEEDUP_BASELINE = "vanilla"
+# The title of every figure of a pipeline check (a tiny model, a few prompts, one seed a run).
+PIPELINE_CHECK_TITLE = (
+    "Pipeline check (tiny model, CPU, a few dozen prompts): shows the pipeline runs, not the paper's result"
+)
 
 
 class RunResults:
@@ -127,9 +134,24 @@ def build_tables(res: RunResults, cfg: Mapping) -> list[tabular.Table]:
         # a few held-out prompts and seeds: it checks the code; the evidence is its own target
         speedup = next(t for t in out if t.name == "speedup")
         speedup.title = f"{tables.EFFICIENCY_CHECK_TITLE}. {speedup.title}"
+    else:  # paper scale: the paper's number beside ours wherever it reports one
+        reported = claims.load_claims()["reported"]
+        for t in out:
+            tables.with_paper_columns(t, reported.get(t.name))
     out += heldout_tables(res, cfg)
+    out.append(efficiency.dynamics_table(res.runs))
     assert tuple(t.name for t in out) == TABLE_NAMES
     return out
+
+
+def build_scorecard(res: RunResults, built: list[tabular.Table], cfg: Mapping) -> tabular.Table:
+    """The claims scorecard from the built tables (per-seed scores looked up by each row's source file)."""
+    scores = pd.concat(
+        [f for f in (res.bfcl_variance, res.bfcl, res.heldout_variance, res.heldout, res.acebench) if len(f)]
+        or [res.bfcl],
+        ignore_index=True,
+    )
+    return scorecard.build_scorecard({t.name: t for t in built}, scores, bool(cfg.get("pipeline_check")))
 
 
 def heldout_tables(res: RunResults, cfg: Mapping) -> list[tabular.Table]:
@@ -204,21 +226,33 @@ def build_figures(res: RunResults, cfg: Mapping, speedups: pd.DataFrame | None =
         figures.accuracy_vs_time(res.runs, speedups, SPEEDUP_BASELINE, time_label),
     ]
     assert tuple(f.name for f in out) == FIGURE_NAMES
+    if cfg.get("pipeline_check"):
+        for f in out:
+            f.figure.suptitle(PIPELINE_CHECK_TITLE, fontsize=9, color="#a33")
     return out
 
 
 # --- writing -----------------------------------------------------------------------------------------
 
 
-def write_tables(items: list[tabular.Table], out_dir: str | Path) -> list[Path]:
-    """<out>/{csv,md,html}/<name>.<ext> and <out>/index.md (one folder per format, for report patterns)."""
+def write_tables(
+    items: list[tabular.Table], out_dir: str | Path, card: tabular.Table | None = None
+) -> list[Path]:
+    """<out>/{csv,md,html}/<name>.<ext> and <out>/index.md (one folder per format, for report patterns);
+    with the scorecard `card`, <out>/claims.{md,csv,html} too, and index.md opens with it."""
     out_dir = Path(out_dir)
     written = []
     for t in items:
         for ext, text in (("csv", t.csv()), ("md", t.markdown()), ("html", t.html())):
             atomic_write_text(out_dir / ext / f"{t.name}.{ext}", text)
             written.append(out_dir / ext / f"{t.name}.{ext}")
-    index = [
+    index = []
+    if card is not None:
+        for ext, text in (("csv", card.csv()), ("md", scorecard.markdown(card)), ("html", card.html())):
+            atomic_write_text(out_dir / f"{CLAIMS}.{ext}", text)
+            written.append(out_dir / f"{CLAIMS}.{ext}")
+        index += [scorecard.markdown(card, "#"), ""]
+    index += [
         "# Tables",
         "",
         "Each table lists, per row, the summary file it came from (which carries the protocol card) and the"

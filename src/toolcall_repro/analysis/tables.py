@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from toolcall_repro.analysis.claims import load_claims
 from toolcall_repro.analysis.tabular import Table, fmt_pm, is_missing, percent_scale
 
 PAPER = "arXiv 2606.00135"
@@ -16,15 +17,11 @@ BFCL_METRICS = {
     "single_turn_weighted": "single (count-weighted)",
     "avg": "avg",
 }
-# Quoted, never computed: the paper's Table 4 rows and the reference models it quotes (percent).
+# Quoted, never computed: the paper's Table 4 rows and the reference models it quotes (percent), from
+# claims.yaml (the one place the paper's numbers live).
 QUOTED_TABLE4 = [
-    ("Qwen3-4B, BFCL default prompt", (22.7, 0.9), (83.9, 0.5), (53.3, 0.5)),
-    ("Qwen3-4B, stronger prompt", (37.2, 1.4), (84.8, 0.7), (61.0, 0.8)),
-    ("Qwen3-4B-RL (efficient GRPO)", (39.4, 0.7), (84.8, 0.9), (62.1, 0.5)),
-    ("Claude Sonnet 4.5 (FC)", (61.4, None), (84.9, None), (73.2, None)),
-    ("Gemini-3-Pro-Preview (FC)", (63.1, None), (83.8, None), (73.4, None)),
-    ("GPT-4.1 (FC)", (38.9, None), (76.4, None), (57.7, None)),
-    ("Qwen3-235B-A22B-Instruct-2507 (FC)", (45.4, None), (53.2, None), (49.3, None)),
+    (r["label"], tuple(r["multi_turn"]), tuple(r["single_turn"]), tuple(r["avg"]))
+    for r in load_claims()["reported"]["table4_bfcl"]["rows"]
 ]
 INPUT_TOKEN_METRIC = "mean_input_tokens"
 # The held-out reserve benchmark (eval/heldout.py): training reward on reserved, untrained conversations.
@@ -127,10 +124,7 @@ def table4(scores: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> Table:
 
 
 PAPER_INSTRUCTION_TOKENS = {
-    "bfcl_default": 228,
-    "bfcl_default_x2": 452,
-    "default_rules12": 302,
-    "stronger": 448,
+    r["system_prompt"]: r["instruction_tokens"] for r in load_claims()["reported"]["prompt_ablation"]["rows"]
 }
 INSTRUCTION_COLUMN = "system instruction tokens"
 
@@ -391,3 +385,47 @@ def general_table(general: pd.DataFrame, base: str, rl_models: Sequence[str]) ->
     if frame.empty:
         notes.insert(0, "no pair of base and RL general-capability results in this run")
     return Table("general_capability", "General capability before and after RL", frame, display, notes)
+
+
+# --- the paper's numbers beside ours (paper scale) -----------------------------------------------------
+
+MATCH_KEYS = ("model", "protocol", "system_prompt", "task")
+
+
+def with_paper_columns(t: Table, reported: Mapping | None) -> Table:
+    """Add, for every metric the paper reports for this table (claims.yaml `reported`), `<column>_paper`
+    and `<column>_diff` (ours - paper) to the frame and `paper <metric>` / `diff <column>` to the display.
+
+    A row of ours gets the paper's number of the reported row whose keys (model, protocol, system_prompt,
+    task) it matches; rows without a match get none.
+    """
+    if not reported or t.frame.empty:
+        return t
+    rows = [r for r in reported["rows"] if any(k in r for k in MATCH_KEYS)]
+    for metric, columns in reported["columns"].items():
+        values, spreads = [], []
+        for row in t.frame.to_dict("records"):
+            match = next(
+                (r for r in rows if metric in r and all(row.get(k) == r[k] for k in MATCH_KEYS if k in r)),
+                None,
+            )
+            value, spread = (math.nan, None) if match is None else match[metric]
+            values.append(float(value))
+            spreads.append(spread)
+        if all(math.isnan(v) for v in values):
+            continue
+        t.display[f"paper {metric}"] = [
+            "" if math.isnan(v) else fmt_pm(v, s) for v, s in zip(values, spreads, strict=True)
+        ]
+        for col in columns:
+            ours = pd.to_numeric(t.frame[col], errors="coerce") if col in t.frame.columns else math.nan
+            t.frame[f"{col}_paper"] = values
+            t.frame[f"{col}_diff"] = ours - pd.Series(values, index=t.frame.index)
+            t.display[f"diff {col.removesuffix('_mean')}"] = [
+                "" if is_missing(d) else f"{d:+.1f}" for d in t.frame[f"{col}_diff"]
+            ]
+    t.notes.append(
+        f"paper: the number {PAPER} reports for this row ({reported['source']}); diff = ours - paper, "
+        "in points (claims.yaml holds the paper's numbers)"
+    )
+    return t
