@@ -45,6 +45,7 @@ def settings() -> dict[str, tuple[str | None, dict[str, str]]]:
     return {
         "pin=avx2": ("avx2", {}),
         "pin=avx2 shell=default": ("avx2", {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}),
+        "pin=avx2 shell=avx512": ("avx2", {"ATEN_CPU_CAPABILITY": "avx512", "MKL_CBWR": "AVX512"}),
         "unpinned (native)": (None, {}),
         "unpinned shell=default": (None, {"ATEN_CPU_CAPABILITY": "default"}),
         "unpinned shell=avx2": (None, {"ATEN_CPU_CAPABILITY": "avx2"}),
