@@ -317,7 +317,10 @@ def dryrun(configfile: str, profile: str, extra: list[str] | None = None) -> str
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="toolcall-repro plan", description=__doc__.split("\n\n")[0])
+    # allow_abbrev off: Snakemake's --config (passed through) must not be read as an abbreviated --configfile
+    p = argparse.ArgumentParser(
+        prog="toolcall-repro plan", description=__doc__.split("\n\n")[0], allow_abbrev=False
+    )
     p.add_argument("--configfile", default="config/paper.yaml")
     p.add_argument("--profile", default="profiles/slurm")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")

@@ -345,7 +345,8 @@ def stage_problems(config: Mapping) -> list[str]:
 
 def validate_config(config: Mapping) -> list[str]:
     """Every cross-key problem (empty: none), each naming its key: the stages' rules (`stage_problems`),
-    then every training run the DAG builds, with the training engine's limits.
+    then every training run the DAG builds, with the training engine's limits, then what a run must settle
+    before its first job (`preflight`: pinned revisions at paper scale).
 
     Needs a config that passed the JSON Schema (types and single-key limits are its job: `schema_problem`).
     """
@@ -363,6 +364,9 @@ def validate_config(config: Mapping) -> list[str]:
         out += run_problems(run, engine, where)
         if engine == "verl" and not out:
             out += _verl_problems(run, _job_verl(config), f"{dataset}/{variant}")
+    from toolcall_repro import preflight
+
+    out += preflight.problems(config)
     return list(dict.fromkeys(out))  # one variant read by two settings: one line
 
 

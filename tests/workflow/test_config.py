@@ -77,3 +77,15 @@ def test_m_above_n_fails_the_dry_run_in_a_few_lines(tmp_path, smk, make_config):
     assert "train.variants.efficient.downsample.m must be an int in [2, n=8]" in out and "got 12" in out
     assert len(out.strip().splitlines()) < 10, out
     assert "Job stats" not in out
+
+
+def test_paper_config_with_unpinned_revisions_stops_the_dry_run_naming_the_keys(smk):
+    """config/paper.yaml ships `main` revisions: the dry-run lists each key to pin and names the opt-out;
+    with the opt-out (an exploratory run) it plans the DAG."""
+    res = smk("-n", "--nolock", "--configfile", "config/paper.yaml")
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "Job stats" not in out
+    assert "model.revisions.Qwen/Qwen3-4B: 'main'" in out and "data.sources.xlam.revision: 'main'" in out
+    assert "set allow_unpinned_revisions: true" in out
+    res = smk("-n", "--nolock", "--configfile", "config/paper.yaml", "--config", "allow_unpinned_revisions=True")
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -13,7 +13,7 @@ import pytest
 from toolcall_repro.plan import parse_dryrun
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _workflow_helpers import FAKE_SLURM, make_workdir, snakemake  # noqa: E402
+from _workflow_helpers import FAKE_SLURM, UNPINNED, make_workdir, snakemake  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DOWNLOAD_RULES = {"download_source", "download_model", "download_lm_eval_data", "download_acebench"}
@@ -27,7 +27,9 @@ def paper_workdir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def paper_jobs(paper_workdir, fake_cluster_env):
-    res = snakemake("-n", "--nolock", "--profile", "profiles/slurm", "-p", cwd=paper_workdir, env=fake_cluster_env)
+    res = snakemake(
+        "-n", "--nolock", "--profile", "profiles/slurm", "-p", *UNPINNED, cwd=paper_workdir, env=fake_cluster_env
+    )  # fmt: skip
     assert res.returncode == 0, res.stderr + res.stdout
     return parse_dryrun(res.stdout)
 
@@ -118,7 +120,7 @@ def test_efficient_run_raises_n_in_multi_turn_only(paper_jobs):
 def test_plan_prints_the_gpu_jobs_with_their_cost(paper_workdir, fake_cluster_env):
     env = {**os.environ, **fake_cluster_env, "PYTHONPATH": str(REPO / "src")}
     res = subprocess.run(
-        [sys.executable, "-m", "toolcall_repro.cli", "plan", "--configfile", "config/paper.yaml", "--json"],
+        [sys.executable, "-m", "toolcall_repro.cli", "plan", "--configfile", "config/paper.yaml", "--json", *UNPINNED],
         cwd=paper_workdir, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
@@ -155,7 +157,7 @@ def test_plan_needs_no_conda_and_says_in_one_line_what_it_cannot_resolve(paper_w
     assert shutil.which("conda", path=path) is None
     env = {**os.environ, "PATH": path, "PYTHONPATH": str(REPO / "src"), "FAKE_SLURM_DIR": str(tmp_path),
            "TOOLCALL_SLURM_PARTITION": "gpu-a100", "TOOLCALL_SLURM_ACCOUNT": "proj123"}  # fmt: skip
-    res = run_plan(paper_workdir, env, "--configfile", "config/paper.yaml", "--json")
+    res = run_plan(paper_workdir, env, "--configfile", "config/paper.yaml", "--json", *UNPINNED)
     assert res.returncode == 0, res.stderr
     plan = json.loads(res.stdout)
     assert plan["gpu_job_count"] > 0 and any(e["rule"] == "score_bfcl" for e in plan["gpu_jobs"])
@@ -165,7 +167,7 @@ def test_plan_needs_no_conda_and_says_in_one_line_what_it_cannot_resolve(paper_w
     cfg = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
     del cfg["evaluate"]["general"]["revisions"]
     (tmp_path / "paper.yaml").write_text(yaml.safe_dump(cfg))
-    res = run_plan(paper_workdir, env, "--configfile", str(tmp_path / "paper.yaml"))
+    res = run_plan(paper_workdir, env, "--configfile", str(tmp_path / "paper.yaml"), *UNPINNED)
     assert res.returncode != 0 and "Traceback" not in res.stderr
     (line,) = res.stderr.strip().splitlines()
     assert line.startswith("toolcall-repro plan: ") and "evaluate.general.revisions" in line
@@ -186,7 +188,7 @@ def test_plan_without_conda_deployment_names_the_vllm_bfcl_will_serve_with_or_th
     env = {**os.environ, **fake_cluster_env, "PYTHONPATH": str(REPO / "src")}
     for name in ("VLLM_BIN", "VERL_PYTHON"):
         env.pop(name, None)
-    args = ("--configfile", "config/paper.yaml", "--profile", str(profile))
+    args = ("--configfile", "config/paper.yaml", "--profile", str(profile), *UNPINNED)
     res = run_plan(paper_workdir, env, *args)
     assert res.returncode == 1 and "score_bfcl" in res.stdout  # the plan, then what stops the run
     assert res.stderr.strip().splitlines()[-1].startswith("toolcall-repro plan: score_bfcl will find no `vllm`")
@@ -207,6 +209,6 @@ def test_lm_eval_tasks_without_pinned_revisions_fail_before_any_job(tmp_path, sm
     del cfg["evaluate"]["general"]["revisions"]
     path = tmp_path / "paper.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    res = smk("-n", "--nolock", "--configfile", str(path))
+    res = smk("-n", "--nolock", "--configfile", str(path), *UNPINNED)
     assert res.returncode != 0
-    assert "evaluate.general.revisions" in res.stdout + res.stderr
+    assert "evaluate.general.revisions: lm-eval tasks read the Hub" in res.stdout + res.stderr

@@ -23,7 +23,7 @@ def submissions(record_dir: Path) -> list[list[str]]:
 def test_training_job_submission(tmp_path, workdir, smk, make_config, fake_cluster, nodes):
     env, record_dir = fake_cluster
     run_id = f"slurmtest-{nodes}node"
-    cfg = make_config(tmp_path, "config/paper.yaml", {"run_id": run_id, "train": {"verl": {"nodes": nodes}}})
+    cfg = make_config(tmp_path, "config/paper.yaml", {"run_id": run_id, "train": {"verl": {"nodes": nodes}}, "allow_unpinned_revisions": True})
     prepare_inputs(workdir, run_id)
     res = smk(
         "--profile", "profiles/slurm", "--configfile", str(cfg),
