@@ -7,6 +7,7 @@ from pathlib import Path
 import yaml
 
 from toolcall_repro import preflight
+from toolcall_repro.eval.acebench.data import resolve_categories
 from toolcall_repro.runconfig import validate_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,3 +59,38 @@ def test_a_short_sha_or_tag_is_not_a_pin():
 def test_cpu_scale_configs_read_no_hub_and_are_not_asked_to_pin():
     for path in ("config/config.yaml", ".test/config.yaml"):
         assert preflight.pin_problems(load(path)) == [], path
+
+
+def with_acebench(path: str, **ace) -> dict:
+    cfg = {**load(path), "allow_unpinned_revisions": True}
+    cfg["evaluate"]["acebench"] = {**cfg["evaluate"]["acebench"], **ace}
+    return cfg
+
+
+def test_paper_default_user_simulator_runs_offline_in_the_job():
+    cfg = with_acebench("config/paper.yaml")
+    assert cfg["evaluate"]["acebench"]["simulator"] == "scripted"
+    assert "agent_multi_turn" in resolve_categories(cfg["evaluate"]["acebench"]["categories"])
+    assert preflight.simulator_problems(cfg) == [] and validate_config(cfg) == []
+
+
+def test_an_llm_user_without_an_endpoint_is_refused_naming_the_keys():
+    cfg = with_acebench("config/paper.yaml", simulator="openai", simulator_endpoint=None, simulator_model="gpt-4o")
+    (problem,) = preflight.simulator_problems(cfg)
+    assert "evaluate.acebench.simulator: openai needs evaluate.acebench.simulator_endpoint" in problem
+    assert "simulator_endpoint=None" in problem and "simulator: scripted" in problem
+    cfg = with_acebench("config/config.yaml", simulator="openai")  # CPU scale too: it cannot run anywhere
+    assert "simulator_endpoint and evaluate.acebench.simulator_model" in preflight.simulator_problems(cfg)[0]
+
+
+def test_a_network_user_at_paper_scale_needs_the_explicit_opt_in():
+    ace = {"simulator": "openai", "simulator_endpoint": "https://api.example.org/v1", "simulator_model": "m"}
+    (problem,) = preflight.simulator_problems(with_acebench("config/paper.yaml", **ace))
+    assert "'https://api.example.org/v1'" in problem and "allow_network_simulator: true" in problem
+    assert preflight.simulator_problems(with_acebench("config/paper.yaml", **ace, allow_network_simulator=True)) == []
+    assert preflight.simulator_problems(with_acebench("config/config.yaml", **ace)) == []  # a laptop run
+
+
+def test_no_simulator_is_needed_without_agent_multi_turn():
+    ace = {"simulator": "openai", "simulator_endpoint": None, "categories": ["normal", "agent_multi_step"]}
+    assert preflight.simulator_problems(with_acebench("config/paper.yaml", **ace)) == []

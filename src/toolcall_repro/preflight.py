@@ -69,6 +69,42 @@ def pin_problems(config: Mapping) -> list[str]:
     ]
 
 
+def _acebench_users(ace: Mapping) -> bool:
+    """Whether the ACEBench categories include agent_multi_turn, the one that needs a user simulator."""
+    from toolcall_repro.eval.acebench.data import resolve_categories
+
+    try:
+        return "agent_multi_turn" in resolve_categories(ace.get("categories", "all"))
+    except ValueError:
+        return True  # an unknown name fails in the job itself; ask for a simulator that works offline
+
+
+def simulator_problems(config: Mapping) -> list[str]:
+    """ACEBench's agent_multi_turn needs a user simulator that works where the scoring job runs.
+
+    `scripted` runs inside the job (no network). `openai` needs an endpoint and a model, and at paper
+    scale an explicit `allow_network_simulator: true`: GPU nodes are often offline, and the simulator
+    would fail there after the GPU was granted.
+    """
+    ace = config["evaluate"].get("acebench")
+    if not ace or ace.get("simulator", "scripted") != "openai" or not _acebench_users(ace):
+        return []
+    key = "evaluate.acebench"
+    missing = [k for k in ("simulator_endpoint", "simulator_model") if not ace.get(k)]
+    if missing:
+        return [
+            f"{key}.simulator: openai needs {' and '.join(f'{key}.{k}' for k in missing)} (got "
+            f"{', '.join(f'{k}={ace.get(k)!r}' for k in missing)}); simulator: scripted runs offline in the job"
+        ]
+    if paper_scale(config) and not ace.get("allow_network_simulator"):
+        return [
+            f"{key}.simulator: openai reaches {ace['simulator_endpoint']!r} from the GPU job, which may have no "
+            f"network; use simulator: scripted (runs in the job), or set {key}.allow_network_simulator: true "
+            "if your compute nodes reach that endpoint"
+        ]
+    return []
+
+
 def problems(config: Mapping) -> list[str]:
     """Every preflight problem of a config that passed the schema (empty: none)."""
-    return pin_problems(config)
+    return pin_problems(config) + simulator_problems(config)

@@ -89,3 +89,13 @@ def test_paper_config_with_unpinned_revisions_stops_the_dry_run_naming_the_keys(
     assert "set allow_unpinned_revisions: true" in out
     res = smk("-n", "--nolock", "--configfile", "config/paper.yaml", "--config", "allow_unpinned_revisions=True")
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_a_user_simulator_that_cannot_work_offline_stops_the_paper_dry_run(tmp_path, smk, make_config):
+    """ACEBench's agent_multi_turn with an LLM user and no endpoint would fail in all its GPU jobs."""
+    over = {"allow_unpinned_revisions": True,
+            "evaluate": {"acebench": {"simulator": "openai", "simulator_endpoint": None, "simulator_model": "gpt-4o"}}}  # fmt: skip
+    res = smk("-n", "--nolock", "--configfile", str(make_config(tmp_path, "config/paper.yaml", over)))
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "Job stats" not in out
+    assert "evaluate.acebench.simulator: openai needs evaluate.acebench.simulator_endpoint" in out
