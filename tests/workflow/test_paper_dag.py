@@ -107,6 +107,8 @@ def test_score_bfcl_serves_with_the_vllm_that_locate_vllm_finds_in_the_vllm_env(
     assert "locate_vllm" in local_rules() and not upstream(locate, by_output)  # first, on the submit host
     rule = re.search(r"^rule locate_vllm:\n(?:    .*\n|\n)*", (REPO / "workflow/rules/evaluate.smk").read_text(), re.M)
     assert re.search(r'conda:\n\s+"../envs/eval-vllm.yaml"\n', rule[0])
+    # and a hung `vllm serve` fails the job after evaluate.bfcl.server_timeout_s instead of holding the GPU
+    assert {j.run_config["bfcl"]["server_timeout_s"] for j in bfcl} == {1800}
 
 
 def test_efficient_run_raises_n_in_multi_turn_only(paper_jobs):
