@@ -226,3 +226,13 @@ def test_heldout_samples_is_a_local_key_with_a_floor_of_zero():
     ]
     # verl evaluates through BFCL, not the trainer's held-out loop: the key is unknown there
     assert "unknown keys ['heldout_samples']" in run_problems({**base, "heldout_samples": 8}, "verl")[0]
+
+
+def test_the_gpu_type_is_a_site_setting_not_a_config_key():
+    """The GPU type lives in one place, the slurm profile's site settings: an old config naming it in
+    train.verl is told where it went, before any job."""
+    cfg = {**load("config/paper.yaml"), "allow_unpinned_revisions": True}
+    assert "gpu_model" not in cfg["train"]["verl"]
+    cfg["train"]["verl"]["gpu_model"] = "a100"
+    msg = short("\n".join(rc.validate_config(cfg)))
+    assert "train.verl.gpu_model is a site setting now" in msg and "profiles/slurm/config.yaml" in msg

@@ -13,7 +13,7 @@ import pytest
 from toolcall_repro.plan import parse_dryrun
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _workflow_helpers import FAKE_SLURM, UNPINNED, make_workdir, snakemake  # noqa: E402
+from _workflow_helpers import FAKE_SLURM, UNPINNED, make_workdir, snakemake, write_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DOWNLOAD_RULES = {"download_source", "download_model", "download_lm_eval_data", "download_acebench"}
@@ -214,3 +214,48 @@ def test_lm_eval_tasks_without_pinned_revisions_fail_before_any_job(tmp_path, sm
     res = smk("-n", "--nolock", "--configfile", str(path), *UNPINNED)
     assert res.returncode != 0
     assert "evaluate.general.revisions: lm-eval tasks read the Hub" in res.stdout + res.stderr
+
+
+def site_profile(tmp_path, **site):
+    """A copy of profiles/slurm whose site settings (its one `__variables__` block) are changed."""
+    import yaml
+
+    text = (REPO / "profiles" / "slurm" / "config.yaml").read_text()
+    for key, value in site.items():
+        text, n = re.subn(rf"^(  {key}: )\S+", rf"\g<1>{yaml.safe_dump(value).split(chr(10))[0]}", text, flags=re.M)
+        assert n == 1, key
+    profile = tmp_path / "site"
+    profile.mkdir()
+    (profile / "config.yaml").write_text(text)
+    return profile
+
+
+def test_the_sites_gpu_type_constraint_and_time_are_set_in_one_place(paper_workdir, fake_cluster_env, tmp_path):
+    """Every GPU job takes the GPU type, the node constraint and its runtime from the profile's site block;
+    multi-node training asks for its total GPUs of that type over its nodes."""
+    profile = site_profile(tmp_path, gpu_model="h100", constraint=None, train_runtime=1440, gpu_runtime=240)
+    two_nodes = write_config(tmp_path, "config/paper.yaml", {"train": {"verl": {"nodes": 2}}, "allow_unpinned_revisions": True})
+    res = snakemake("-n", "--nolock", "-p", "--profile", str(profile), "--sdm", "env-modules",
+                    "--configfile", str(two_nodes), cwd=paper_workdir, env=fake_cluster_env)  # fmt: skip
+    assert res.returncode == 0, res.stderr + res.stdout
+    gpu_jobs = [j for j in parse_dryrun(res.stdout) if j.gpus > 0]
+    assert {j.rule for j in gpu_jobs} >= {"train_grpo", "score_bfcl", "score_acebench", "filter_multi_turn"}
+    for job in gpu_jobs:
+        assert job.resources["gpu_model"] == "h100" and "constraint" not in job.resources, job.rule
+        assert job.resources["runtime"] == ("1440" if job.rule == "train_grpo" else "240"), job.rule
+    train = [j for j in gpu_jobs if j.rule == "train_grpo"]
+    assert all((j.resources["gpu"], j.resources["nodes"], j.resources["tasks"]) == ("16", "2", "2") for j in train)
+
+
+def test_plan_warns_when_a_job_asks_for_more_time_than_the_site_allows(paper_workdir, fake_cluster_env, tmp_path):
+    env = {**os.environ, **fake_cluster_env, "PYTHONPATH": str(REPO / "src")}
+    res = run_plan(paper_workdir, env, "--json", *UNPINNED)
+    assert res.returncode == 0 and "warning" not in res.stderr, res.stderr  # the shipped site: 2880 allowed
+    assert json.loads(res.stdout)["over_time_limit"] == {}
+    profile = site_profile(tmp_path, max_runtime=1440)
+    res = run_plan(paper_workdir, env, "--profile", str(profile), "--json", *UNPINNED)
+    assert res.returncode == 0, res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith("toolcall-repro plan: warning: 9 train_grpo job(s) ask for 2880 min, above the "
+                           "site's max_runtime 1440 min")  # fmt: skip
+    assert json.loads(res.stdout)["over_time_limit"] == {"train_grpo": {"jobs": 9, "runtime_min": 2880}}

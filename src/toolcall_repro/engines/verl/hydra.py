@@ -26,7 +26,6 @@ PROJECT = "toolcall-repro"
 VERL_DEFAULTS: dict = {
     "nodes": 1,
     "gpus_per_node": 8,
-    "gpu_model": "a100",  # read by the workflow for SLURM resources; verl itself does not need it
     "tensor_parallel": 2,
     "gpu_memory_utilization": 0.6,
     "ppo_mini_batch_size": None,  # prompts per optimizer step; None = batch_size (one update a step)
@@ -132,6 +131,11 @@ def merged_verl(verl: Mapping | None) -> dict:
     """`train.verl` over the defaults (nested `vllm` merged key by key); unknown keys are an error."""
     verl = dict(verl or {})
     unknown = sorted(set(verl) - set(VERL_DEFAULTS))
+    if "gpu_model" in unknown:  # a site setting: one place for the GPU type of every GPU job
+        raise VerlConfigError(
+            "train.verl.gpu_model is a site setting now: set gpu_model in the site settings of "
+            "profiles/slurm/config.yaml and remove it here"
+        )
     if unknown:
         raise VerlConfigError(f"train.verl has unknown keys {unknown}; known: {sorted(VERL_DEFAULTS)}")
     out = {**VERL_DEFAULTS, **verl}
