@@ -94,3 +94,46 @@ def test_a_network_user_at_paper_scale_needs_the_explicit_opt_in():
 def test_no_simulator_is_needed_without_agent_multi_turn():
     ace = {"simulator": "openai", "simulator_endpoint": None, "categories": ["normal", "agent_multi_step"]}
     assert preflight.simulator_problems(with_acebench("config/paper.yaml", **ace)) == []
+
+
+def paper() -> dict:
+    return {**load("config/paper.yaml"), "allow_unpinned_revisions": True}
+
+
+def test_thinking_is_explicit_for_every_hub_model_of_a_paper_run():
+    assert preflight.thinking_problems(paper()) == []
+    cfg = paper()
+    del cfg["model"]["enable_thinking"]["Qwen/Qwen3-8B"]  # the multi-turn filter model
+    (problem,) = preflight.thinking_problems(cfg)
+    assert "model.enable_thinking must say true or false" in problem and "['Qwen/Qwen3-8B']" in problem
+
+
+def test_a_thinking_model_with_a_budget_below_the_minimum_is_refused_naming_each_key():
+    """The issue's defect: Qwen3 thinks, but multi-turn training and the Qwen3-8B filter had 1024 tokens
+    against evaluation's 4096, so cut traces scored 0 in training and filtering."""
+    cfg = paper()
+    cfg["train"]["settings"]["multi_turn"]["max_new_tokens"] = 1024
+    cfg["filter"]["multi_turn"]["max_new_tokens"] = 1024
+    problems = preflight.thinking_problems(cfg)
+    assert len(problems) == 2
+    four_b = next(p for p in problems if "Qwen/Qwen3-4B" in p)
+    assert four_b.startswith("train.settings.multi_turn.max_new_tokens: 1024 must be >= 4096 tokens")
+    eight_b = next(p for p in problems if "Qwen/Qwen3-8B" in p)
+    assert "filter.multi_turn.max_new_tokens: 1024" in eight_b
+    cfg["evaluate"]["protocols"]["stronger"]["max_tokens"] = 2048  # evaluation is held to it too
+    assert "evaluate.protocols.stronger.max_tokens: 2048" in " ".join(preflight.thinking_problems(cfg))
+    cfg["model"]["enable_thinking"] = {m: False for m in cfg["model"]["enable_thinking"]}
+    assert preflight.thinking_problems(cfg) == []  # thinking off: short budgets are the user's choice
+
+
+def test_each_generation_takes_its_own_models_switch():
+    cfg = paper()
+    assert preflight.filter_policy_model(cfg, "multi_turn") == "Qwen/Qwen3-8B"
+    assert preflight.filter_policy_model(cfg, "single_turn") == "Qwen/Qwen2.5-3B-Instruct"  # the tooln1 policy
+    assert preflight.eval_model(cfg, "rl-multi") == "Qwen/Qwen3-4B"
+    assert preflight.eval_model(cfg, "rl-single") == "Qwen/Qwen2.5-3B-Instruct"
+    from toolcall_repro.runconfig import compose_run
+
+    assert compose_run(cfg, "multi_turn", "efficient")["enable_thinking"] is True
+    assert compose_run(cfg, "tooln1", "vanilla")["enable_thinking"] is False
+    assert "enable_thinking" not in compose_run(load("config/config.yaml"), "multi_turn", "vanilla")  # tiny

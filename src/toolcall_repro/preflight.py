@@ -105,6 +105,87 @@ def simulator_problems(config: Mapping) -> list[str]:
     return []
 
 
+# A thinking model's generation budget may not be cut below this (tokens): a <think> trace cut short
+# never reaches its call and scores 0, so training and filtering would learn from truncation, not skill.
+# It is config/paper.yaml's evaluation budget (max_tokens 4096); Qwen3's card suggests far more (32k).
+THINKING_MIN_NEW_TOKENS = 4096
+
+
+def thinking_of(config: Mapping, model: str | None) -> bool | None:
+    """model.enable_thinking of a model (hub id or path); None: not set (the chat template's default)."""
+    return (config["model"].get("enable_thinking") or {}).get(model) if model else None
+
+
+def setting_model(config: Mapping, setting: str) -> str:
+    """The model a setting trains (train.settings.<setting>.model, else model.base)."""
+    return config["train"]["settings"][setting].get("model") or config["model"]["base"]
+
+
+def filter_policy_model(config: Mapping, chain: str) -> str | None:
+    """The model whose chat template a filter chain's policy uses (None: the tiny model's warm start)."""
+    model = config["model"]
+    key = "filter_policy_multi_turn" if chain == "multi_turn" else "filter_policy"
+    policy = model.get(key) or model.get("filter_policy", "base")
+    if policy == "base":
+        return model["base"]
+    if policy == "train":  # the 80-step Tool-N1 policy, trained from the single-turn setting's model
+        return setting_model(config, "single_turn")
+    return None if policy == "early" else policy
+
+
+def eval_model(config: Mapping, tag: str) -> str:
+    """The model whose chat template an evaluation model tag uses (a trained model keeps its base's)."""
+    spec = config["evaluate"]["models"][tag]
+    if spec["source"] == "base":
+        return config["model"]["base"]
+    if spec["source"] == "train":
+        return setting_model(config, spec["setting"])
+    return setting_model(config, config["train"]["format_study"]["setting"])
+
+
+def _budgets(config: Mapping) -> list[tuple[str, int, str | None]]:
+    """(config key, generation budget, model generating with it) of every generation the DAG runs."""
+    out = [
+        (f"train.settings.{s}.max_new_tokens", cfg["max_new_tokens"], setting_model(config, s))
+        for s, cfg in sorted(config["train"]["settings"].items())
+    ]
+    for chain in ("single_turn", "multi_turn"):
+        out.append((f"filter.{chain}.max_new_tokens", config["filter"][chain]["max_new_tokens"],
+                    filter_policy_model(config, chain)))  # fmt: skip
+    evaluate = config["evaluate"]
+    pairs = {(m, p) for study in evaluate["studies"].values() for m in study["models"] for p in study["protocols"]}
+    ace = evaluate.get("acebench") or {}
+    pairs |= {(m, ace.get("protocol", "stronger")) for m in ace.get("models", [])}
+    for tag, protocol in sorted(pairs):
+        if tag in evaluate["models"] and protocol in evaluate["protocols"]:
+            out.append((f"evaluate.protocols.{protocol}.max_tokens", evaluate["protocols"][protocol]["max_tokens"],
+                        eval_model(config, tag)))  # fmt: skip
+    return out
+
+
+def thinking_problems(config: Mapping) -> list[str]:
+    """Thinking on or off is explicit per model at paper scale, and a thinking model's budgets fit it."""
+    out = []
+    if paper_scale(config):
+        missing = [m for m in hub_models(config) if thinking_of(config, m) is None]
+        if missing:
+            out.append(
+                f"model.enable_thinking must say true or false for every hub model the run generates with "
+                f"(passed to its chat template in training, filtering and evaluation); missing: {missing}"
+            )
+    short = {}
+    for key, budget, model in _budgets(config):
+        if thinking_of(config, model) and budget < THINKING_MIN_NEW_TOKENS:
+            short.setdefault(model, {})[key] = budget
+    for model, keys in short.items():
+        listed = ", ".join(f"{k}: {v}" for k, v in keys.items())
+        out.append(
+            f"{listed} must be >= {THINKING_MIN_NEW_TOKENS} tokens with model.enable_thinking.{model}: true "
+            "(a <think> trace cut short scores 0); raise them or set enable_thinking false"
+        )
+    return out
+
+
 def problems(config: Mapping) -> list[str]:
     """Every preflight problem of a config that passed the schema (empty: none)."""
-    return pin_problems(config) + simulator_problems(config)
+    return pin_problems(config) + simulator_problems(config) + thinking_problems(config)

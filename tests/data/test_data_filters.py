@@ -393,3 +393,13 @@ def test_a_retry_continues_after_the_last_complete_chunk_and_ends_identical(tmp_
     other = ScriptedBackend(script)  # another run (a changed config, policy or seed): nothing is reused
     filters.filter_single_turn(samples, config, 3, scorer(other, 2, seed=7, store=ChunkStore(folder, "other")))
     assert len(other.calls) == len(whole.calls)
+
+
+def test_filter_rollouts_render_with_the_policys_thinking_switch():
+    """The filter job's config carries its policy's model.enable_thinking; its protocol (and so every
+    rendered prompt and the report's card) takes it, as training and evaluation do."""
+    from toolcall_repro.data.rollouts import make_protocol
+
+    knobs = {"temperature": 1.0, "top_p": 1.0, "max_new_tokens": 4096}
+    assert make_protocol({**knobs, "enable_thinking": True}, 0, "vllm").enable_thinking is True
+    assert make_protocol(knobs, 0, "vllm").enable_thinking is None  # unset: the template's default

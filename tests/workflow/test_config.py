@@ -99,3 +99,12 @@ def test_a_user_simulator_that_cannot_work_offline_stops_the_paper_dry_run(tmp_p
     out = res.stdout + res.stderr
     assert res.returncode != 0 and "Job stats" not in out
     assert "evaluate.acebench.simulator: openai needs evaluate.acebench.simulator_endpoint" in out
+
+
+def test_a_thinking_model_with_too_short_a_budget_stops_the_paper_dry_run(tmp_path, smk, make_config):
+    over = {"allow_unpinned_revisions": True, "train": {"settings": {"multi_turn": {"max_new_tokens": 1024}}}}
+    res = smk("-n", "--nolock", "--configfile", str(make_config(tmp_path, "config/paper.yaml", over)))
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "Job stats" not in out
+    assert "train.settings.multi_turn.max_new_tokens: 1024 must be >= 4096 tokens with " \
+           "model.enable_thinking.Qwen/Qwen3-4B: true" in out  # fmt: skip

@@ -111,6 +111,23 @@ def test_score_bfcl_serves_with_the_vllm_that_locate_vllm_finds_in_the_vllm_env(
     assert {j.run_config["bfcl"]["server_timeout_s"] for j in bfcl} == {1800}
 
 
+def test_every_generation_gets_its_models_thinking_switch(paper_jobs):
+    """model.enable_thinking reaches training (run config -> verl's chat template kwargs), filtering and
+    evaluation alike: Qwen3 thinks, Qwen2.5 does not, and each job says which it passes."""
+    runs = {j.name: j.run_config for j in paper_jobs if j.rule == "train_grpo"}
+    assert {name: run["enable_thinking"] for name, run in runs.items()} == {
+        name: not name.startswith(("single_turn/", "tooln1/")) for name in runs
+    }
+    (multi,) = [j for j in paper_jobs if j.rule == "filter_multi_turn"]
+    (single,) = [j for j in paper_jobs if j.rule == "filter_single_turn"]
+    assert multi.run_config["enable_thinking"] is True and single.run_config["enable_thinking"] is False
+    scored = [j for j in paper_jobs if j.rule in ("score_bfcl", "score_acebench")]
+    assert scored and all(
+        j.run_config["protocol"]["enable_thinking"] is (j.wildcards["model"] != "rl-single") for j in scored
+    )
+    assert any(j.wildcards["model"] == "base" for j in scored)
+
+
 def test_efficient_run_raises_n_in_multi_turn_only(paper_jobs):
     """The paper's efficient multi-turn run uses n = 16; single-turn keeps n = 8 (and down-samples to 4)."""
     runs = {j.name: j.run_config for j in paper_jobs if j.rule == "train_grpo"}

@@ -5,6 +5,7 @@ import posixpath
 import yaml
 
 from toolcall_repro.archive import archive_name, code_tag
+from toolcall_repro.preflight import eval_model, filter_policy_model, thinking_of
 from toolcall_repro.provenance import config_hash
 from toolcall_repro.runconfig import (
     SETTINGS,
@@ -351,13 +352,26 @@ def efficiency_summaries():
 # --- evaluation ---------------------------------------------------------------------------------------
 
 
-def protocol_spec(protocol, seed):
+def protocol_spec(protocol, seed, model):
+    """An evaluation protocol for one model: the model's thinking switch (model.enable_thinking) too."""
     spec = dict(subtree("evaluate", "protocols", protocol))
+    thinking = thinking_of(config, eval_model(config, model))
     return {
         "id": protocol,
         **spec,
         "seed": int(seed),
         "backend": config["engines"]["generation"],
+        **({"enable_thinking": thinking} if thinking is not None else {}),
+    }
+
+
+def filter_job_config(chain):
+    """A rollout filter's config: its chain's subtree, the held-out split and the policy's thinking switch."""
+    thinking = thinking_of(config, filter_policy_model(config, chain))
+    return {
+        **subtree("filter", chain),
+        **heldout_cfg(),
+        **({"enable_thinking": thinking} if thinking is not None else {}),
     }
 
 

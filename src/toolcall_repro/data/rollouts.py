@@ -184,6 +184,7 @@ def make_protocol(config: dict, seed: int, backend_kind: str):
         max_tokens=int(config["max_new_tokens"]),
         seed=int(seed),
         backend=backend_kind,
+        enable_thinking=config.get("enable_thinking"),  # the policy's (model.enable_thinking), as training's
     )
 
 

@@ -422,6 +422,9 @@ def build_overrides(
     out = [f"{k}={hydra_value(val)}" for k, val in ov.items()]
     # hf_model.yaml's override_config is an empty dict: the key is added ('+').
     out.append(f"+actor_rollout_ref.model.override_config.attn_implementation={attn}")
+    # The chat template's kwargs in verl's dataset and agent loop (an empty dict too): Qwen3's thinking
+    # switch, the one filtering and evaluation pass (config model.enable_thinking).
+    out += [f"+data.apply_chat_template_kwargs.{k}={hydra_value(v)}" for k, v in template_kwargs(run).items()]
     out += flat_overrides("toolcall", toolcall_section(run, paths, seed, geo, fingerprint), add=True)
     # A retry continues the same run from its newest complete checkpoint (weights, optimizer, dataloader;
     # the filter's state rides in the same folder); a first attempt starts from the base weights.
@@ -433,6 +436,12 @@ def build_overrides(
     if any(not isinstance(x, str) or "=" not in x for x in extra):
         raise VerlConfigError(f"train.verl.extra_overrides must be 'key=value' strings, got {extra}")
     return out + extra
+
+
+def template_kwargs(run: Mapping) -> dict:
+    """data.apply_chat_template_kwargs of a run: the model's thinking switch when the config sets one."""
+    thinking = run.get("enable_thinking")
+    return {} if thinking is None else {"enable_thinking": bool(thinking)}
 
 
 def run_identity(
