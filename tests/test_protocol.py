@@ -412,6 +412,7 @@ ALTERNATIVES = {
     "max_tokens": 2048,
     "seed": 1,
     "backend": "vllm",
+    "enable_thinking": True,
 }
 
 
@@ -501,3 +502,32 @@ def test_training_protocol_is_one_definition_for_both_engines_and_the_filter():
     # a config's prompt knobs override training's; other protocol keys are not the filter's to set
     other = make_protocol({**sampling, "protocol": {"thinking": "keep"}}, seed=3, backend_kind="transformers")
     assert other.thinking == "keep" and other.system_prompt == "stronger"
+
+
+# Qwen3's chat template ends its generation prompt so (Qwen/Qwen3-4B tokenizer_config.json): thinking off
+# pre-fills an empty think block, so the model answers at once; unset or true, it may think first.
+QWEN3_GENERATION_PROMPT = (
+    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}"
+    "{%- if enable_thinking is defined and enable_thinking is false -%}{{- '<think>\\n\\n</think>\\n\\n' -}}{%- endif -%}"
+    "{%- endif -%}"
+)
+
+
+def test_the_models_thinking_switch_reaches_the_chat_template_and_the_card():
+    """Protocol.enable_thinking (config model.enable_thinking, per model) is passed to the template in
+    every render, native and context alike, and written on the card; None passes nothing."""
+    template = load_chat_template().replace(
+        "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}", QWEN3_GENERATION_PROMPT
+    )
+    assert template != load_chat_template()
+    tok = make_tokenizer(template)
+    for shape in ("native", "context"):
+        off = render(CONVERSATION, TOOLS, Protocol(template=shape, enable_thinking=False), tok)
+        on = render(CONVERSATION, TOOLS, Protocol(template=shape, enable_thinking=True), tok)
+        unset = render(CONVERSATION, TOOLS, Protocol(template=shape), tok)
+        assert off.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+        assert on == unset and on.endswith("<|im_start|>assistant\n") and off == on + "<think>\n\n</think>\n\n"
+    assert protocol_card(Protocol(enable_thinking=False), tok)["enable_thinking"] is False
+    assert protocol_card(Protocol(), tok)["enable_thinking"] is None
+    with pytest.raises(ValueError, match="enable_thinking must be true, false or null"):
+        Protocol(enable_thinking="yes")

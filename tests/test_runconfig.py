@@ -61,6 +61,10 @@ def test_the_local_loss_modes_are_what_agg_loss_implements():
 @pytest.mark.parametrize("path", SHIPPED)
 def test_shipped_configs_pass_and_compose_every_run(path):
     cfg = load(path)
+    if path == "config/paper.yaml":  # ships `main` revisions: refused until pinned or opted out (preflight)
+        (problem,) = rc.validate_config(cfg)
+        assert "allow_unpinned_revisions" in problem
+        cfg["allow_unpinned_revisions"] = True
     assert rc.validate_config(cfg) == []
     for dataset, variant, _ in rc.dag_runs(cfg):
         run = rc.parse_run(rc.compose_run(cfg, dataset, variant), cfg["engines"]["training"])
@@ -100,7 +104,7 @@ def test_a_verl_only_loss_mode_is_refused_on_the_local_engine_only():
     msg = short("\n".join(rc.validate_config(cfg)))
     assert "train.settings.single_turn.loss_agg must be one of ('token-mean', 'seq-mean-token-mean')" in msg
     assert "got 'seq-mean-token-sum'" in msg and "only engines.training verl" in msg
-    paper = load("config/paper.yaml")
+    paper = {**load("config/paper.yaml"), "allow_unpinned_revisions": True}
     paper["train"]["settings"]["single_turn"]["loss_agg"] = "seq-mean-token-sum"
     assert rc.validate_config(paper) == []
 
@@ -163,7 +167,7 @@ def test_all_wrong_k_is_accepted_as_both_engines_accept_it():
 
 
 def test_verl_batch_geometry_is_checked_before_any_job():
-    cfg = load("config/paper.yaml")
+    cfg = {**load("config/paper.yaml"), "allow_unpinned_revisions": True}
     cfg["train"]["verl"]["gpus_per_node"] = 6  # 128 x 8 rows do not split over 6 / ... ranks
     cfg["train"]["verl"]["tensor_parallel"] = 4
     msg = short("\n".join(rc.validate_config(cfg)))
@@ -222,3 +226,13 @@ def test_heldout_samples_is_a_local_key_with_a_floor_of_zero():
     ]
     # verl evaluates through BFCL, not the trainer's held-out loop: the key is unknown there
     assert "unknown keys ['heldout_samples']" in run_problems({**base, "heldout_samples": 8}, "verl")[0]
+
+
+def test_the_gpu_type_is_a_site_setting_not_a_config_key():
+    """The GPU type lives in one place, the slurm profile's site settings: an old config naming it in
+    train.verl is told where it went, before any job."""
+    cfg = {**load("config/paper.yaml"), "allow_unpinned_revisions": True}
+    assert "gpu_model" not in cfg["train"]["verl"]
+    cfg["train"]["verl"]["gpu_model"] = "a100"
+    msg = short("\n".join(rc.validate_config(cfg)))
+    assert "train.verl.gpu_model is a site setting now" in msg and "profiles/slurm/config.yaml" in msg

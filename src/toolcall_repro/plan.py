@@ -8,6 +8,8 @@ conda is absent, e.g. a login node), keeps the GPU jobs, and for each training j
 rows per step from the run config its job spec carries (`python -m toolcall_repro.job SPEC`: its "config") and the training-set sizes: the filter chains'
 targets from config (the paper's 2.3k single-turn, 2.6k multi-turn, 0.7k format study), or the row counts
 of the training parquets once they exist. Filtered epochs shrink, so steps and rollouts are upper bounds.
+A job that asks for more time than the profile's site settings allow (`max_runtime`) is warned about: SLURM
+would leave it pending forever.
 """
 
 from __future__ import annotations
@@ -212,6 +214,34 @@ def gpu_jobs_plan(jobs: list[Job], config: dict, retries: int = 0, root: Path = 
     }
 
 
+def site_settings(profile_cfg: dict) -> dict:
+    """The profile's site settings (its YTE `__variables__` block: gpu_model, constraint, max_runtime, ...)."""
+    site = profile_cfg.get("__variables__")
+    return dict(site) if isinstance(site, dict) else {}
+
+
+def over_time_limit(jobs: list[Job], max_runtime: int | None) -> dict[str, tuple[int, int]]:
+    """{rule: (jobs, minutes asked)} of the jobs whose runtime exceeds the site's max_runtime."""
+    out: dict[str, tuple[int, int]] = {}
+    if not max_runtime:
+        return out
+    for job in jobs:
+        runtime = int(job.resources.get("runtime", 0) or 0)
+        if runtime > int(max_runtime):
+            count, most = out.get(job.rule, (0, 0))
+            out[job.rule] = (count + 1, max(most, runtime))
+    return out
+
+
+def time_warnings(over: dict[str, tuple[int, int]], max_runtime: int | None, profile: str) -> list[str]:
+    return [
+        f"warning: {count} {rule} job(s) ask for {minutes} min, above the site's max_runtime {max_runtime} min "
+        f"({profile}/config.yaml): SLURM would leave them pending; lower the rule's runtime in the site "
+        "settings (training resumes over retries)"
+        for rule, (count, minutes) in sorted(over.items())
+    ]
+
+
 def format_plan(plan: dict) -> str:
     head = ("rule", "job", "GPUs", "nodes", "runtime", "mem GB", "steps", "prompts/step", "rollouts/step",
             "update rows/step", "rollouts")  # fmt: skip
@@ -259,7 +289,8 @@ def without_software_deployment(profile: str | Path, into: Path) -> tuple[Path, 
     shutil.copytree(profile, copy)
     config = yaml.safe_load((copy / "config.yaml").read_text()) or {}
     dropped = sorted(k for k in config if k.replace("_", "-") in SOFTWARE_KEYS)
-    (copy / "config.yaml").write_text(yaml.safe_dump({k: v for k, v in config.items() if k not in dropped}))
+    kept = {k: v for k, v in config.items() if k not in dropped}  # in order: YTE reads __variables__ first
+    (copy / "config.yaml").write_text(yaml.safe_dump(kept, sort_keys=False))
     return copy, dropped
 
 
@@ -317,7 +348,10 @@ def dryrun(configfile: str, profile: str, extra: list[str] | None = None) -> str
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="toolcall-repro plan", description=__doc__.split("\n\n")[0])
+    # allow_abbrev off: Snakemake's --config (passed through) must not be read as an abbreviated --configfile
+    p = argparse.ArgumentParser(
+        prog="toolcall-repro plan", description=__doc__.split("\n\n")[0], allow_abbrev=False
+    )
     p.add_argument("--configfile", default="config/paper.yaml")
     p.add_argument("--profile", default="profiles/slurm")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
@@ -331,12 +365,18 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     jobs = parse_dryrun(text)
     plan = gpu_jobs_plan(jobs, config, retries=int(profile_cfg.get("retries", 0)))
+    max_runtime = site_settings(profile_cfg).get("max_runtime")
+    over = over_time_limit(jobs, max_runtime)
+    plan["site_max_runtime_min"] = max_runtime
+    plan["over_time_limit"] = {rule: {"jobs": n, "runtime_min": m} for rule, (n, m) in sorted(over.items())}
     problem = None
     try:
         plan["bfcl_vllm"] = bfcl_vllm(jobs, profile_cfg)
     except VLLMNotFound as exc:
         problem = f"score_bfcl will find no `vllm` to serve with: {exc}"
     print(json.dumps(plan, indent=2) if a.json else format_plan(plan))
+    for warning in time_warnings(over, max_runtime, a.profile):
+        print(f"toolcall-repro plan: {warning}", file=sys.stderr)
     if problem:
         print(f"toolcall-repro plan: {problem}", file=sys.stderr)
         return 1

@@ -93,6 +93,9 @@ class Protocol:
     max_tokens: int = 1024
     seed: int = 0
     backend: str = "transformers"
+    # The model's own thinking switch (Qwen3's chat template: `enable_thinking`), from config
+    # model.enable_thinking per model; None passes nothing (the template's default, e.g. the tiny model's).
+    enable_thinking: bool | None = None
 
     def __post_init__(self) -> None:
         if self.system_prompt not in PROMPT_FORMATS:
@@ -129,6 +132,8 @@ class Protocol:
                 raise ValueError(
                     f"{name} must be a {'positive' if name == 'max_tokens' else 'non-negative'} int"
                 )
+        if self.enable_thinking is not None and not isinstance(self.enable_thinking, bool):
+            raise ValueError(f"enable_thinking must be true, false or null, got {self.enable_thinking!r}")
         object.__setattr__(self, "temperature", float(self.temperature))
         object.__setattr__(self, "top_p", float(self.top_p))
 
@@ -310,17 +315,22 @@ def _system_message(messages: list[dict], protocol: Protocol, tools: list[dict])
     return system, messages
 
 
-def _apply_template(tokenizer: Any, chat: list[dict]) -> str:
+def template_kwargs(protocol: Protocol) -> dict:
+    """What the chat template is called with beyond the messages: the model's thinking switch, if set."""
+    return {} if protocol.enable_thinking is None else {"enable_thinking": protocol.enable_thinking}
+
+
+def _apply_template(tokenizer: Any, chat: list[dict], kwargs: dict) -> str:
     template = getattr(tokenizer, "chat_template", None)
     if not template:
         raise ValueError("the tokenizer has no chat_template; give the model one (e.g. load_chat_template())")
-    text = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True, **kwargs)
     if not isinstance(text, str):
         raise TypeError(f"apply_chat_template returned {type(text).__name__}, expected str")
     return text
 
 
-def _render_native(system: str, history: list[dict], shown: list, tokenizer: Any) -> str:
+def _render_native(system: str, history: list[dict], shown: list, tokenizer: Any, kwargs: dict) -> str:
     chat = [{"role": "system", "content": system}]
     blocks: dict[str, str] = {}
     for msg, (reasoning, text) in zip(history, shown, strict=True):
@@ -332,7 +342,7 @@ def _render_native(system: str, history: list[dict], shown: list, tokenizer: Any
             blocks[sentinel] = _think_block(reasoning)
             text = sentinel + text
         chat.append({"role": "assistant", "content": text})
-    rendered = _apply_template(tokenizer, chat)
+    rendered = _apply_template(tokenizer, chat, kwargs)
     for sentinel, block in blocks.items():
         if rendered.count(sentinel) != 1:
             raise ValueError("the chat template altered assistant content; cannot place <think> blocks")
@@ -371,13 +381,14 @@ def render(messages: list[dict], tools: list[dict], protocol: Protocol, tokenize
     if not history:
         raise ValueError("messages hold only a system message")
     shown = _shown_reasoning(history, protocol.thinking, protocol.output_format)
+    kwargs = template_kwargs(protocol)
     if not pastes_history(protocol.template, history):
-        return _render_native(system, history, shown, tokenizer)
+        return _render_native(system, history, shown, tokenizer, kwargs)
     chat = [
         {"role": "system", "content": system},
         {"role": "user", "content": serialise_history(history, shown)},
     ]
-    return _apply_template(tokenizer, chat)
+    return _apply_template(tokenizer, chat, kwargs)
 
 
 def chat_messages(messages: list[dict], tools: list[dict], protocol: Protocol) -> list[dict]:
@@ -385,7 +396,8 @@ def chat_messages(messages: list[dict], tools: list[dict], protocol: Protocol) -
 
     verl tokenises prompts with the chat template itself, so it needs messages, not text. Shown reasoning is
     inlined as a ``<think>`` block in the assistant content; for templates that pass assistant content
-    through unchanged, ``apply_chat_template(chat_messages(...), add_generation_prompt=True)`` equals
+    through unchanged, ``apply_chat_template(chat_messages(...), add_generation_prompt=True,
+    **template_kwargs(protocol))`` equals
     ``render(...)`` (callers check this per sample: a template that strips earlier reasoning breaks it).
     """
     _check_messages(messages)
@@ -455,6 +467,8 @@ def protocol_card(protocol: Protocol, tokenizer: Any, **extra: Any) -> dict:
         "template_scope": TEMPLATE_SCOPE[protocol.template],
         "thinking": protocol.thinking,
         "thinking_mechanism": THINKING_MECHANISM,
+        # the model's own switch, as the chat template got it (None: not passed, the template's default)
+        "enable_thinking": protocol.enable_thinking,
         "tools_in": "system_prompt",
         "sampling": {
             "temperature": protocol.temperature,

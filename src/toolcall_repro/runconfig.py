@@ -65,6 +65,7 @@ OPTIONAL = (
     "keep_checkpoints",
     "eval_batch_size",
     "share_prefix",
+    "enable_thinking",
 )
 PASSTHROUGH = ("model",)  # the setting's hub model at paper scale: read by the workflow, not the engine
 # read by one engine only: verl's hydra.py, the local engine's held-out evaluation (grpo.py)
@@ -126,6 +127,8 @@ class RunConfig:
     # sampled responses per held-out prompt at each checkpoint, at the training temperature and top_p
     # (0: greedy only); the evaluation protocols sample too, which is why BFCL scores have seeds
     heldout_samples: int = 0
+    # the chat template's thinking switch of the run's model (config model.enable_thinking; None: not passed)
+    enable_thinking: bool | None = None
     extra: dict = field(default_factory=dict)  # PASSTHROUGH keys (e.g. `model` at paper scale)
 
     def to_dict(self) -> dict:
@@ -213,6 +216,8 @@ def run_problems(raw: Mapping, engine: str = "local", where: Mapping[str, str] |
     for key in ("micro_batch_size", "ppo_mini_batches", "keep_checkpoints", "eval_batch_size"):
         if raw.get(key) is not None and (not _int(raw[key]) or raw[key] < 1):
             out.append(must(at(key), "an int >= 1", raw[key]))
+    if raw.get("enable_thinking") is not None and not isinstance(raw["enable_thinking"], bool):
+        out.append(must(at("enable_thinking"), "true, false or null", raw["enable_thinking"]))
     if raw.get("heldout_samples") is not None and (not _int(raw["heldout_samples"]) or raw["heldout_samples"] < 0):
         out.append(must(at("heldout_samples"), "an int >= 0 (0: greedy only)", raw["heldout_samples"]))
     return out
@@ -279,6 +284,11 @@ def compose_sources(config: Mapping, dataset: str, variant: str) -> tuple[dict, 
         hp["n"] = var.pop("n")
         src["n"] = vsrc["n"]
     src.update({k: vsrc[k] for k in var})
+    model = hp.get("model") or config["model"]["base"]
+    thinking = (config["model"].get("enable_thinking") or {}).get(model)
+    if thinking is not None:  # the model's chat-template switch, as filtering and evaluation pass it
+        hp["enable_thinking"] = thinking
+        src["enable_thinking"] = f"model.enable_thinking.{model}"
     return {"setting": setting, "variant": variant, **hp, **var}, src
 
 
@@ -345,7 +355,8 @@ def stage_problems(config: Mapping) -> list[str]:
 
 def validate_config(config: Mapping) -> list[str]:
     """Every cross-key problem (empty: none), each naming its key: the stages' rules (`stage_problems`),
-    then every training run the DAG builds, with the training engine's limits.
+    then every training run the DAG builds, with the training engine's limits, then what a run must settle
+    before its first job (`preflight`: pinned revisions at paper scale).
 
     Needs a config that passed the JSON Schema (types and single-key limits are its job: `schema_problem`).
     """
@@ -363,6 +374,9 @@ def validate_config(config: Mapping) -> list[str]:
         out += run_problems(run, engine, where)
         if engine == "verl" and not out:
             out += _verl_problems(run, _job_verl(config), f"{dataset}/{variant}")
+    from toolcall_repro import preflight
+
+    out += preflight.problems(config)
     return list(dict.fromkeys(out))  # one variant read by two settings: one line
 
 

@@ -117,3 +117,60 @@ def test_stage_end_to_end_with_the_real_backend_is_reproducible(tmp_path, tiny_m
         assert (d / name).read_bytes() == (second / name).read_bytes(), name
     again = json.loads((second / "multi_turn.json").read_text())
     assert again["drops"] == json.loads((d / "multi_turn.json").read_text())["drops"]
+
+
+def test_a_killed_filter_job_resumes_after_its_last_complete_chunk(tmp_path, tiny_model_dir, monkeypatch):
+    """The single-turn filter on the real transformers backend, killed in its second generate() call: the
+    retry (same command) regenerates only from that chunk on and writes the uninterrupted run's bytes."""
+    from toolcall_repro.data import rollouts
+    from toolcall_repro.provenance import sha256_file
+
+    cfg = {"rollouts": 2, "temperature": 1.0, "top_p": 1.0, "max_new_tokens": 4, "target_size": 8}
+    cfg |= {"heldout_fraction": 0.2, "max_prompt_tokens": 4000, "batch_size": 2}
+    norm = normalised(tmp_path / "data")
+
+    def run(d):
+        d.mkdir(parents=True, exist_ok=True)
+        filter_cli.main(
+            ["single-turn", "--inputs", str(norm["xlam"]), str(norm["toolace"]), "--config", json.dumps(cfg)]
+            + ["--policy", str(tiny_model_dir), "--backend", "transformers", "--seed", "5", "--threads", "1"]
+            + ["--out-train", str(d / "train.parquet"), "--out-heldout", str(d / "heldout.parquet")]
+            + ["--report", str(d / "single_turn.json")]
+        )  # fmt: skip
+        report = json.loads((d / "single_turn.json").read_text().replace(str(d), "<out>"))
+        report.pop("rollout_seconds")  # a clock
+        return {"train": sha256_file(d / "train.parquet"), "heldout": sha256_file(d / "heldout.parquet"),
+                "report": report}  # fmt: skip
+
+    real_load, calls = rollouts.load_policy, []
+
+    def counted(kind, model_dir, threads, kill_at=None):
+        backend, tokenizer = real_load(kind, model_dir, threads)
+        generate = backend.generate
+
+        def wrapped(prompts, n, **kw):
+            if len(calls) == kill_at:
+                raise KeyboardInterrupt("killed")
+            calls.append([*prompts])
+            return generate(prompts, n, **kw)
+
+        monkeypatch.setattr(backend, "generate", wrapped)
+        return backend, tokenizer
+
+    monkeypatch.setattr(rollouts, "load_policy", counted)
+    expected = run(tmp_path / "whole")
+    whole = list(calls)
+    assert len(whole) >= 3 and not (tmp_path / "whole" / "single_turn.chunks").exists()
+
+    calls.clear()
+    monkeypatch.setattr(rollouts, "load_policy", lambda *a: counted(*a, kill_at=1))
+    try:
+        run(tmp_path / "retried")
+    except KeyboardInterrupt:
+        pass
+    assert len(list((tmp_path / "retried" / "single_turn.chunks").iterdir())) == 1
+    calls.clear()
+    monkeypatch.setattr(rollouts, "load_policy", counted)
+    assert run(tmp_path / "retried") == expected  # train and held-out bytes, the report but its clock
+    assert calls == whole[1:]  # chunk 0 was read back, not generated
+    assert not (tmp_path / "retried" / "single_turn.chunks").exists()

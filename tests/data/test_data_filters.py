@@ -7,7 +7,7 @@ import json
 import pytest
 
 from toolcall_repro.data import filters
-from toolcall_repro.data.rollouts import chunk_seed, run_rollouts
+from toolcall_repro.data.rollouts import ChunkStore, chunk_seed, run_rollouts
 from toolcall_repro.data.schema import Sample
 from toolcall_repro.data.split import is_reserved
 from toolcall_repro.toolcall import format_tool_calls
@@ -57,16 +57,19 @@ WRONG = "<think>x</think>\n" + format_tool_calls([{"name": "b", "arguments": {"n
 class ScriptedBackend:
     """The generation-backend interface, answering from a script: prompt -> n rollout texts."""
 
-    def __init__(self, script: dict[str, list[str]]):
+    def __init__(self, script: dict[str, list[str]], fail_on_call: int | None = None):
         self.script = script
         self.calls: list[dict] = []
+        self.fail_on_call = fail_on_call  # the job is killed during this generate() call (0-based)
 
     def generate(self, prompts, n, *, temperature, top_p, max_tokens, seed):
+        if len(self.calls) == self.fail_on_call:
+            raise RuntimeError("preempted")
         self.calls.append({"prompts": list(prompts), "n": n, "seed": seed, "temperature": temperature})
         return [[Generation(t, len(p), len(t)) for t in self.script[p][:n]] for p in prompts]
 
 
-def scorer(backend, n, seed=0, batch_size=2):
+def scorer(backend, n, seed=0, batch_size=2, store=None):
     return lambda batch: run_rollouts(
         batch,
         backend,
@@ -77,6 +80,7 @@ def scorer(backend, n, seed=0, batch_size=2):
         max_tokens=32,
         seed=seed,
         batch_size=batch_size,
+        store=store,
     )
 
 
@@ -360,3 +364,42 @@ def test_reserve_modes_refuse_what_they_cannot_do(cfg, match):
     script = {s.id: [WRONG, right(s)] for s in pool}
     with pytest.raises(ValueError, match=match):
         filters.filter_single_turn(pool, {"heldout_size": 1, **cfg}, 0, scorer(ScriptedBackend(script), 2))
+
+
+def test_a_retry_continues_after_the_last_complete_chunk_and_ends_identical(tmp_path):
+    """Killed during chunk 2: the retry reads chunks 0-1 back, generates only the chunks from 2 on (with
+    their own seeds), and its train / held-out split and report equal an uninterrupted run's."""
+    samples = [sample(i) for i in range(8)]
+    script = {s.id: ([right(s), WRONG] if i % 3 else [right(s)] * 2) for i, s in enumerate(samples)}
+    config = {"rollouts": 2, "target_size": 4, "heldout_fraction": 0.25}
+    whole = ScriptedBackend(script)
+    expected = filters.filter_single_turn(samples, config, 3, scorer(whole, 2, seed=7))
+    assert len(whole.calls) >= 3  # chunks of 2 prompts
+    folder = tmp_path / "single_turn.chunks"
+
+    killed = ScriptedBackend(script, fail_on_call=2)
+    with pytest.raises(RuntimeError, match="preempted"):
+        filters.filter_single_turn(samples, config, 3, scorer(killed, 2, seed=7, store=ChunkStore(folder, "run")))
+    assert sorted(p.name for p in folder.iterdir()) == ["chunk-000000.json", "chunk-000001.json"]
+
+    retry = ScriptedBackend(script)
+    store = ChunkStore(folder, "run")
+    got = filters.filter_single_turn(samples, config, 3, scorer(retry, 2, seed=7, store=store))
+    assert store.reused == [0, 1]
+    assert [c["prompts"] for c in retry.calls] == [c["prompts"] for c in whole.calls[2:]]
+    assert [c["seed"] for c in retry.calls] == [chunk_seed(7, k) for k in range(2, len(whole.calls))]
+    assert got == expected
+
+    other = ScriptedBackend(script)  # another run (a changed config, policy or seed): nothing is reused
+    filters.filter_single_turn(samples, config, 3, scorer(other, 2, seed=7, store=ChunkStore(folder, "other")))
+    assert len(other.calls) == len(whole.calls)
+
+
+def test_filter_rollouts_render_with_the_policys_thinking_switch():
+    """The filter job's config carries its policy's model.enable_thinking; its protocol (and so every
+    rendered prompt and the report's card) takes it, as training and evaluation do."""
+    from toolcall_repro.data.rollouts import make_protocol
+
+    knobs = {"temperature": 1.0, "top_p": 1.0, "max_new_tokens": 4096}
+    assert make_protocol({**knobs, "enable_thinking": True}, 0, "vllm").enable_thinking is True
+    assert make_protocol(knobs, 0, "vllm").enable_thinking is None  # unset: the template's default

@@ -20,6 +20,9 @@ REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 # What a Snakemake run reads from the work tree; results/ and .snakemake/ are never linked.
 LINKED = ("workflow", "config", "profiles", ".test")
+# config/paper.yaml ships its hub revisions as `main` (no commit sha can be looked up offline): its
+# dry-runs in tests opt out of pinning, as an exploratory run would (toolcall_repro.preflight).
+UNPINNED = ("--config", "allow_unpinned_revisions=True")
 
 
 def make_workdir(base: Path) -> Path:

@@ -77,3 +77,34 @@ def test_m_above_n_fails_the_dry_run_in_a_few_lines(tmp_path, smk, make_config):
     assert "train.variants.efficient.downsample.m must be an int in [2, n=8]" in out and "got 12" in out
     assert len(out.strip().splitlines()) < 10, out
     assert "Job stats" not in out
+
+
+def test_paper_config_with_unpinned_revisions_stops_the_dry_run_naming_the_keys(smk):
+    """config/paper.yaml ships `main` revisions: the dry-run lists each key to pin and names the opt-out;
+    with the opt-out (an exploratory run) it plans the DAG."""
+    res = smk("-n", "--nolock", "--configfile", "config/paper.yaml")
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "Job stats" not in out
+    assert "model.revisions.Qwen/Qwen3-4B: 'main'" in out and "data.sources.xlam.revision: 'main'" in out
+    assert "set allow_unpinned_revisions: true" in out
+    res = smk("-n", "--nolock", "--configfile", "config/paper.yaml", "--config", "allow_unpinned_revisions=True")
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_a_user_simulator_that_cannot_work_offline_stops_the_paper_dry_run(tmp_path, smk, make_config):
+    """ACEBench's agent_multi_turn with an LLM user and no endpoint would fail in all its GPU jobs."""
+    over = {"allow_unpinned_revisions": True,
+            "evaluate": {"acebench": {"simulator": "openai", "simulator_endpoint": None, "simulator_model": "gpt-4o"}}}  # fmt: skip
+    res = smk("-n", "--nolock", "--configfile", str(make_config(tmp_path, "config/paper.yaml", over)))
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "Job stats" not in out
+    assert "evaluate.acebench.simulator: openai needs evaluate.acebench.simulator_endpoint" in out
+
+
+def test_a_thinking_model_with_too_short_a_budget_stops_the_paper_dry_run(tmp_path, smk, make_config):
+    over = {"allow_unpinned_revisions": True, "train": {"settings": {"multi_turn": {"max_new_tokens": 1024}}}}
+    res = smk("-n", "--nolock", "--configfile", str(make_config(tmp_path, "config/paper.yaml", over)))
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "Job stats" not in out
+    assert "train.settings.multi_turn.max_new_tokens: 1024 must be >= 4096 tokens with " \
+           "model.enable_thinking.Qwen/Qwen3-4B: true" in out  # fmt: skip

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _workflow_helpers import UNPINNED
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,7 +33,7 @@ def test_embedded_default_dag(smk):
 
 def test_paper_dag_on_slurm_profile(smk, fake_cluster):
     env, _ = fake_cluster
-    res = smk("-n", "--nolock", "--profile", "profiles/slurm", "-p", env=env)
+    res = smk("-n", "--nolock", "--profile", "profiles/slurm", "-p", *UNPINNED, env=env)
     assert res.returncode == 0, res.stderr + res.stdout
     jobs = job_counts(res.stdout)
     assert jobs["download_source"] == 3 and jobs["download_model"] >= 1
@@ -74,7 +75,7 @@ def test_rulegraph_is_a_graph_with_the_same_rules_for_every_config(smk):
     graph = res.stdout.strip()
     assert graph.startswith("digraph snakemake_dag {") and graph.endswith("}"), graph[:200]
     assert 'label = "train_grpo"' in graph
-    embedded, paper = rules(), rules("--configfile", "config/paper.yaml")
+    embedded, paper = rules(), rules("--configfile", "config/paper.yaml", *UNPINNED)
     assert embedded == paper
     assert {"synthesize_source", "download_source", "warmstart_base_model", "download_model"} <= embedded
 
@@ -86,7 +87,7 @@ def test_every_job_runs_through_the_job_entry_with_its_own_paths(smk, configfile
     from toolcall_repro.job import STAGES
     from toolcall_repro.plan import parse_dryrun
 
-    res = smk("-n", "-p", "--forceall", "--nolock", "--configfile", configfile)
+    res = smk("-n", "-p", "--forceall", "--nolock", "--configfile", configfile, *UNPINNED)
     assert res.returncode == 0, res.stderr
     jobs = [j for j in parse_dryrun(res.stdout) if j.rule not in ("all", "efficiency")]
     assert len({j.rule for j in jobs}) >= 15

@@ -13,7 +13,7 @@ import pytest
 from toolcall_repro.plan import parse_dryrun
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _workflow_helpers import FAKE_SLURM, make_workdir, snakemake  # noqa: E402
+from _workflow_helpers import FAKE_SLURM, UNPINNED, make_workdir, snakemake, write_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DOWNLOAD_RULES = {"download_source", "download_model", "download_lm_eval_data", "download_acebench"}
@@ -27,7 +27,9 @@ def paper_workdir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def paper_jobs(paper_workdir, fake_cluster_env):
-    res = snakemake("-n", "--nolock", "--profile", "profiles/slurm", "-p", cwd=paper_workdir, env=fake_cluster_env)
+    res = snakemake(
+        "-n", "--nolock", "--profile", "profiles/slurm", "-p", *UNPINNED, cwd=paper_workdir, env=fake_cluster_env
+    )  # fmt: skip
     assert res.returncode == 0, res.stderr + res.stdout
     return parse_dryrun(res.stdout)
 
@@ -105,6 +107,25 @@ def test_score_bfcl_serves_with_the_vllm_that_locate_vllm_finds_in_the_vllm_env(
     assert "locate_vllm" in local_rules() and not upstream(locate, by_output)  # first, on the submit host
     rule = re.search(r"^rule locate_vllm:\n(?:    .*\n|\n)*", (REPO / "workflow/rules/evaluate.smk").read_text(), re.M)
     assert re.search(r'conda:\n\s+"../envs/eval-vllm.yaml"\n', rule[0])
+    # and a hung `vllm serve` fails the job after evaluate.bfcl.server_timeout_s instead of holding the GPU
+    assert {j.run_config["bfcl"]["server_timeout_s"] for j in bfcl} == {1800}
+
+
+def test_every_generation_gets_its_models_thinking_switch(paper_jobs):
+    """model.enable_thinking reaches training (run config -> verl's chat template kwargs), filtering and
+    evaluation alike: Qwen3 thinks, Qwen2.5 does not, and each job says which it passes."""
+    runs = {j.name: j.run_config for j in paper_jobs if j.rule == "train_grpo"}
+    assert {name: run["enable_thinking"] for name, run in runs.items()} == {
+        name: not name.startswith(("single_turn/", "tooln1/")) for name in runs
+    }
+    (multi,) = [j for j in paper_jobs if j.rule == "filter_multi_turn"]
+    (single,) = [j for j in paper_jobs if j.rule == "filter_single_turn"]
+    assert multi.run_config["enable_thinking"] is True and single.run_config["enable_thinking"] is False
+    scored = [j for j in paper_jobs if j.rule in ("score_bfcl", "score_acebench")]
+    assert scored and all(
+        j.run_config["protocol"]["enable_thinking"] is (j.wildcards["model"] != "rl-single") for j in scored
+    )
+    assert any(j.wildcards["model"] == "base" for j in scored)
 
 
 def test_efficient_run_raises_n_in_multi_turn_only(paper_jobs):
@@ -118,7 +139,7 @@ def test_efficient_run_raises_n_in_multi_turn_only(paper_jobs):
 def test_plan_prints_the_gpu_jobs_with_their_cost(paper_workdir, fake_cluster_env):
     env = {**os.environ, **fake_cluster_env, "PYTHONPATH": str(REPO / "src")}
     res = subprocess.run(
-        [sys.executable, "-m", "toolcall_repro.cli", "plan", "--configfile", "config/paper.yaml", "--json"],
+        [sys.executable, "-m", "toolcall_repro.cli", "plan", "--configfile", "config/paper.yaml", "--json", *UNPINNED],
         cwd=paper_workdir, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
@@ -155,7 +176,7 @@ def test_plan_needs_no_conda_and_says_in_one_line_what_it_cannot_resolve(paper_w
     assert shutil.which("conda", path=path) is None
     env = {**os.environ, "PATH": path, "PYTHONPATH": str(REPO / "src"), "FAKE_SLURM_DIR": str(tmp_path),
            "TOOLCALL_SLURM_PARTITION": "gpu-a100", "TOOLCALL_SLURM_ACCOUNT": "proj123"}  # fmt: skip
-    res = run_plan(paper_workdir, env, "--configfile", "config/paper.yaml", "--json")
+    res = run_plan(paper_workdir, env, "--configfile", "config/paper.yaml", "--json", *UNPINNED)
     assert res.returncode == 0, res.stderr
     plan = json.loads(res.stdout)
     assert plan["gpu_job_count"] > 0 and any(e["rule"] == "score_bfcl" for e in plan["gpu_jobs"])
@@ -165,7 +186,7 @@ def test_plan_needs_no_conda_and_says_in_one_line_what_it_cannot_resolve(paper_w
     cfg = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
     del cfg["evaluate"]["general"]["revisions"]
     (tmp_path / "paper.yaml").write_text(yaml.safe_dump(cfg))
-    res = run_plan(paper_workdir, env, "--configfile", str(tmp_path / "paper.yaml"))
+    res = run_plan(paper_workdir, env, "--configfile", str(tmp_path / "paper.yaml"), *UNPINNED)
     assert res.returncode != 0 and "Traceback" not in res.stderr
     (line,) = res.stderr.strip().splitlines()
     assert line.startswith("toolcall-repro plan: ") and "evaluate.general.revisions" in line
@@ -186,7 +207,7 @@ def test_plan_without_conda_deployment_names_the_vllm_bfcl_will_serve_with_or_th
     env = {**os.environ, **fake_cluster_env, "PYTHONPATH": str(REPO / "src")}
     for name in ("VLLM_BIN", "VERL_PYTHON"):
         env.pop(name, None)
-    args = ("--configfile", "config/paper.yaml", "--profile", str(profile))
+    args = ("--configfile", "config/paper.yaml", "--profile", str(profile), *UNPINNED)
     res = run_plan(paper_workdir, env, *args)
     assert res.returncode == 1 and "score_bfcl" in res.stdout  # the plan, then what stops the run
     assert res.stderr.strip().splitlines()[-1].startswith("toolcall-repro plan: score_bfcl will find no `vllm`")
@@ -207,6 +228,51 @@ def test_lm_eval_tasks_without_pinned_revisions_fail_before_any_job(tmp_path, sm
     del cfg["evaluate"]["general"]["revisions"]
     path = tmp_path / "paper.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    res = smk("-n", "--nolock", "--configfile", str(path))
+    res = smk("-n", "--nolock", "--configfile", str(path), *UNPINNED)
     assert res.returncode != 0
-    assert "evaluate.general.revisions" in res.stdout + res.stderr
+    assert "evaluate.general.revisions: lm-eval tasks read the Hub" in res.stdout + res.stderr
+
+
+def site_profile(tmp_path, **site):
+    """A copy of profiles/slurm whose site settings (its one `__variables__` block) are changed."""
+    import yaml
+
+    text = (REPO / "profiles" / "slurm" / "config.yaml").read_text()
+    for key, value in site.items():
+        text, n = re.subn(rf"^(  {key}: )\S+", rf"\g<1>{yaml.safe_dump(value).split(chr(10))[0]}", text, flags=re.M)
+        assert n == 1, key
+    profile = tmp_path / "site"
+    profile.mkdir()
+    (profile / "config.yaml").write_text(text)
+    return profile
+
+
+def test_the_sites_gpu_type_constraint_and_time_are_set_in_one_place(paper_workdir, fake_cluster_env, tmp_path):
+    """Every GPU job takes the GPU type, the node constraint and its runtime from the profile's site block;
+    multi-node training asks for its total GPUs of that type over its nodes."""
+    profile = site_profile(tmp_path, gpu_model="h100", constraint=None, train_runtime=1440, gpu_runtime=240)
+    two_nodes = write_config(tmp_path, "config/paper.yaml", {"train": {"verl": {"nodes": 2}}, "allow_unpinned_revisions": True})
+    res = snakemake("-n", "--nolock", "-p", "--profile", str(profile), "--sdm", "env-modules",
+                    "--configfile", str(two_nodes), cwd=paper_workdir, env=fake_cluster_env)  # fmt: skip
+    assert res.returncode == 0, res.stderr + res.stdout
+    gpu_jobs = [j for j in parse_dryrun(res.stdout) if j.gpus > 0]
+    assert {j.rule for j in gpu_jobs} >= {"train_grpo", "score_bfcl", "score_acebench", "filter_multi_turn"}
+    for job in gpu_jobs:
+        assert job.resources["gpu_model"] == "h100" and "constraint" not in job.resources, job.rule
+        assert job.resources["runtime"] == ("1440" if job.rule == "train_grpo" else "240"), job.rule
+    train = [j for j in gpu_jobs if j.rule == "train_grpo"]
+    assert all((j.resources["gpu"], j.resources["nodes"], j.resources["tasks"]) == ("16", "2", "2") for j in train)
+
+
+def test_plan_warns_when_a_job_asks_for_more_time_than_the_site_allows(paper_workdir, fake_cluster_env, tmp_path):
+    env = {**os.environ, **fake_cluster_env, "PYTHONPATH": str(REPO / "src")}
+    res = run_plan(paper_workdir, env, "--json", *UNPINNED)
+    assert res.returncode == 0 and "warning" not in res.stderr, res.stderr  # the shipped site: 2880 allowed
+    assert json.loads(res.stdout)["over_time_limit"] == {}
+    profile = site_profile(tmp_path, max_runtime=1440)
+    res = run_plan(paper_workdir, env, "--profile", str(profile), "--json", *UNPINNED)
+    assert res.returncode == 0, res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith("toolcall-repro plan: warning: 9 train_grpo job(s) ask for 2880 min, above the "
+                           "site's max_runtime 1440 min")  # fmt: skip
+    assert json.loads(res.stdout)["over_time_limit"] == {"train_grpo": {"jobs": 9, "runtime_min": 2880}}

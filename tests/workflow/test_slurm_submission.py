@@ -23,7 +23,7 @@ def submissions(record_dir: Path) -> list[list[str]]:
 def test_training_job_submission(tmp_path, workdir, smk, make_config, fake_cluster, nodes):
     env, record_dir = fake_cluster
     run_id = f"slurmtest-{nodes}node"
-    cfg = make_config(tmp_path, "config/paper.yaml", {"run_id": run_id, "train": {"verl": {"nodes": nodes}}})
+    cfg = make_config(tmp_path, "config/paper.yaml", {"run_id": run_id, "train": {"verl": {"nodes": nodes}}, "allow_unpinned_revisions": True})
     prepare_inputs(workdir, run_id)
     res = smk(
         "--profile", "profiles/slurm", "--configfile", str(cfg),
@@ -37,9 +37,8 @@ def test_training_job_submission(tmp_path, workdir, smk, make_config, fake_clust
     args = " ".join(subs[0])
     if nodes == 1:
         assert "--gpus=a100:8" in args and "--nodes=1" in args
-    else:  # GPUs per node, one task per node (the Ray head and worker)
-        assert "--gres=gpu:a100:8" in args and "--nodes=2" in args and "--ntasks=2" in args
-        assert "--gpus=" not in args
+    else:  # the total over the nodes, one task per node (the Ray head and worker, 8 GPUs each)
+        assert "--gpus=a100:16" in args and "--nodes=2" in args and "--ntasks=2" in args
     assert "-p gpu-a100" in args and "-A proj123" in args
     assert "-t 2880" in args and "--mem 480000" in args and "--cpus-per-task=64" in args
     assert "-C a100" in args or "--constraint" in args

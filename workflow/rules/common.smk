@@ -5,6 +5,7 @@ import posixpath
 import yaml
 
 from toolcall_repro.archive import archive_name, code_tag
+from toolcall_repro.preflight import eval_model, filter_policy_model, thinking_of
 from toolcall_repro.provenance import config_hash
 from toolcall_repro.runconfig import (
     SETTINGS,
@@ -91,19 +92,18 @@ def stage_resources(stage, **defaults):
 def train_resources():
     """SLURM resources of a training job from train.verl: one 8-GPU node, or several nodes.
 
-    Several nodes ask for GPUs per node (gres) and one task per node (Ray head and workers through
-    srun; mpi=srun keeps the jobstep plugin from wrapping the launcher in a one-task srun).
+    The GPU count is the job's total; the GPU type, constraint and time are the site's (the slurm
+    profile's site settings). Several nodes also ask for one task per node (Ray head and workers
+    through srun; mpi=srun keeps the jobstep plugin from wrapping the launcher in a one-task srun).
     """
     nodes, per_node = VERL["nodes"], VERL["gpus_per_node"]
-    model = VERL.get("gpu_model", "a100")
     if per_node == 0:
         res = {"gpu": 0, "nodes": 1}
     elif nodes == 1:
-        res = {"gpu": per_node, "gpu_model": model, "nodes": 1, "tasks_per_gpu": 0}
+        res = {"gpu": per_node, "nodes": 1, "tasks_per_gpu": 0}
     else:
         res = {
-            "gpu": 0,
-            "gres": f"gpu:{model}:{per_node}",
+            "gpu": nodes * per_node,
             "nodes": nodes,
             "tasks": nodes,
             "mpi": "srun",
@@ -129,7 +129,7 @@ def job(stage, config=None, seeds=None, gpus=None, rule=None, **options):
     values or functions of the wildcards, and of nothing else: Snakemake records a param for its rerun
     trigger only when its function does not read input, output, threads or resources, so a changed knob
     reruns the jobs that read it. The paths travel in params.files (rule_files). `rule` names a job that has
-    no manifest output; gpus overrides resources.gpu (multi-node training asks for gres instead).
+    no manifest output; gpus overrides resources.gpu.
     """
 
     def value(v, w):
@@ -352,13 +352,26 @@ def efficiency_summaries():
 # --- evaluation ---------------------------------------------------------------------------------------
 
 
-def protocol_spec(protocol, seed):
+def protocol_spec(protocol, seed, model):
+    """An evaluation protocol for one model: the model's thinking switch (model.enable_thinking) too."""
     spec = dict(subtree("evaluate", "protocols", protocol))
+    thinking = thinking_of(config, eval_model(config, model))
     return {
         "id": protocol,
         **spec,
         "seed": int(seed),
         "backend": config["engines"]["generation"],
+        **({"enable_thinking": thinking} if thinking is not None else {}),
+    }
+
+
+def filter_job_config(chain):
+    """A rollout filter's config: its chain's subtree, the held-out split and the policy's thinking switch."""
+    thinking = thinking_of(config, filter_policy_model(config, chain))
+    return {
+        **subtree("filter", chain),
+        **heldout_cfg(),
+        **({"enable_thinking": thinking} if thinking is not None else {}),
     }
 
 

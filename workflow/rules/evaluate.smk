@@ -67,7 +67,7 @@ rule score_bfcl:
             "bfcl",
             config=lambda w: {
                 "bfcl": subtree("evaluate", "bfcl"),
-                "protocol": protocol_spec(w.protocol, w.seed),
+                "protocol": protocol_spec(w.protocol, w.seed, w.model),
                 "model": model_spec(w.model),
             },
             seeds=lambda w: {"eval": int(w.seed)},
@@ -105,7 +105,7 @@ rule score_heldout:
             config=lambda w: {
                 "heldout": HELDOUT,
                 "reserve": {"fraction": RESERVE_FRACTION, "seed": RESERVE_SEED},
-                "protocol": protocol_spec(w.protocol, 0),
+                "protocol": protocol_spec(w.protocol, 0, w.model),
                 "seeds": heldout_seeds(w),
                 "model": model_spec(w.model),
             },
@@ -247,7 +247,7 @@ rule score_acebench:
             "acebench",
             config=lambda w: {
                 "acebench": subtree("evaluate", "acebench"),
-                "protocol": protocol_spec(w.protocol, w.seed),
+                "protocol": protocol_spec(w.protocol, w.seed, w.model),
                 "model": model_spec(w.model),
             },
             seeds=lambda w: {"eval": int(w.seed)},

@@ -32,7 +32,7 @@ rule filter_single_turn:
         files=rule_files,
         job=job(
             "filter_single_turn",
-            config={**subtree("filter", "single_turn"), **heldout_cfg()},
+            config=filter_job_config("single_turn"),
             seeds={"filter": subtree("filter", "seed")},
             backend=config["engines"]["generation"],
             threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
@@ -63,7 +63,7 @@ rule filter_multi_turn:
         files=rule_files,
         job=job(
             "filter_multi_turn",
-            config={**subtree("filter", "multi_turn"), **heldout_cfg()},
+            config=filter_job_config("multi_turn"),
             seeds={"filter": subtree("filter", "seed")},
             backend=config["engines"]["generation"],
             threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers

@@ -15,7 +15,10 @@ files out; the decisions themselves live in `filters.py`.
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
 import time
+from pathlib import Path
 
 from toolcall_repro.configarg import load_config_arg
 from toolcall_repro.data import filters
@@ -55,10 +58,21 @@ def rollout_filter(
     report_path: str | None,
     threads: int = 1,
 ) -> dict:
-    """One rollout filter chain (`filters.filter_single_turn` / `filter_multi_turn`), files in and out."""
+    """One rollout filter chain (`filters.filter_single_turn` / `filter_multi_turn`), files in and out.
+
+    Completed rollout chunks are kept beside the report (`<report>.chunks/`, removed once the outputs
+    are written): a retried job continues after its last complete chunk.
+    """
     import torch
 
-    from toolcall_repro.data.rollouts import load_policy, make_protocol, make_renderer, run_rollouts
+    from toolcall_repro.data.rollouts import (
+        ChunkStore,
+        load_policy,
+        make_protocol,
+        make_renderer,
+        policy_fingerprint,
+        run_rollouts,
+    )
 
     torch.set_num_threads(threads)  # 1 thread per job is fastest on a shared 2-core machine
     samples, input_records = _read_all(inputs)
@@ -66,6 +80,11 @@ def rollout_filter(
     protocol = make_protocol(config, seed, backend)
     render = make_renderer(protocol, tokenizer)
     timing = {"rollout_s": 0.0}
+    store = None
+    if report_path:
+        run_key = {"setting": setting, "policy": policy_fingerprint(policy), "backend": backend,
+                   "config": config, "seed": seed}  # fmt: skip
+        store = ChunkStore(chunks_folder(report_path), json.dumps(run_key, sort_keys=True, default=str))
 
     def score(batch):
         start = time.perf_counter()
@@ -79,8 +98,11 @@ def rollout_filter(
             max_tokens=int(config["max_new_tokens"]),
             seed=seed,
             batch_size=int(config.get("batch_size", 16)),
+            store=store,
         )
         timing["rollout_s"] += time.perf_counter() - start
+        if store and store.reused:
+            print(f"rollouts: {len(store.reused)} complete chunk(s) of an earlier attempt reused ({store.folder})")
         return out
 
     def prompt_tokens(sample) -> int:
@@ -97,7 +119,15 @@ def rollout_filter(
         rollout_seconds=round(timing["rollout_s"], 3),
     )
     _write_outputs(report, {"train": (out_train, train), "heldout": (out_heldout, heldout)}, report_path)
+    if store:
+        shutil.rmtree(store.folder, ignore_errors=True)
     return report
+
+
+def chunks_folder(report_path: str | Path) -> Path:
+    """Where a rollout filter keeps its completed chunks until its outputs are written."""
+    report_path = Path(report_path)
+    return report_path.with_name(report_path.stem + ".chunks")
 
 
 def _card(protocol, tokenizer) -> dict:

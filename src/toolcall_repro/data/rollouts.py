@@ -3,15 +3,24 @@
 Prompts are rendered with ``protocol.render`` under ``protocol.training_protocol`` (exactly as training
 renders them) with the step's sampling knobs, and each rollout is scored with the reward of the
 sample's own setting. The backend is passed in, so tests drive this with a scripted double.
+
+A `ChunkStore` keeps every completed chunk on disk, so a job preempted or killed hours into its rollouts
+continues after its last complete chunk when it is retried; each chunk's file is keyed by everything that
+makes its rollouts (policy, prompts, sampling, seed), so a changed input never reuses an old chunk.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from toolcall_repro.data.schema import Sample
+from toolcall_repro.io import atomic_write_json
 from toolcall_repro.rewards import reward_for_setting
 
 
@@ -21,6 +30,57 @@ class Rollouts:
     reasons: tuple[str, ...]
     prompt_tokens: int
     completion_tokens: tuple[int, ...]
+
+
+class ChunkStore:
+    """Completed rollout chunks in `folder` (one JSON file each), for the run that `key` identifies."""
+
+    def __init__(self, folder: str | Path, key: str) -> None:
+        self.folder, self.key = Path(folder), key
+        self.reused: list[int] = []
+
+    def chunk_key(self, index: int, prompts: list[str], sampling: dict) -> str:
+        doc = {"run": self.key, "index": index, "prompts": prompts, "sampling": sampling}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+    def _path(self, index: int) -> Path:
+        return self.folder / f"chunk-{index:06d}.json"
+
+    def load(self, index: int, chunk_key: str) -> dict[str, Rollouts] | None:
+        try:
+            doc = json.loads(self._path(index).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # absent, or cut short by the kill: regenerated
+        if doc.get("key") != chunk_key:
+            return None
+        self.reused.append(index)
+        return {
+            sid: Rollouts(
+                scores=tuple(r["scores"]),
+                reasons=tuple(r["reasons"]),
+                prompt_tokens=r["prompt_tokens"],
+                completion_tokens=tuple(r["completion_tokens"]),
+            )
+            for sid, r in doc["results"].items()
+        }
+
+    def save(self, index: int, chunk_key: str, results: dict[str, Rollouts]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        doc = {"key": chunk_key, "results": {sid: asdict(r) for sid, r in results.items()}}
+        atomic_write_json(self._path(index), doc)  # a chunk file is complete or absent
+
+
+def policy_fingerprint(model_dir: str | Path) -> list:
+    """The policy's files by name, size and mtime: a retrained or replaced policy gets a new key, cheaply
+    (hashing an 8B model's weights would take a minute per retry)."""
+    root = Path(model_dir)
+    if not root.is_dir():
+        return [str(model_dir)]
+    out = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        st = path.stat()
+        out.append([path.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns])
+    return [os.path.abspath(root), out]
 
 
 def chunk_seed(seed: int, chunk_index: int) -> int:
@@ -39,12 +99,32 @@ def run_rollouts(
     max_tokens: int,
     seed: int,
     batch_size: int = 16,
+    store: ChunkStore | None = None,
 ) -> dict[str, Rollouts]:
-    """n scored rollouts per sample, in fixed chunks so the same inputs and seed give the same calls."""
+    """n scored rollouts per sample, in fixed chunks so the same inputs and seed give the same calls;
+    with a `store`, chunks it already holds are read back instead of generated."""
     results: dict[str, Rollouts] = {}
     for chunk_index, start in enumerate(range(0, len(samples), batch_size)):
         chunk = samples[start : start + batch_size]
         prompts = [render(s) for s in chunk]
+        sampling = {
+            "n": n,
+            "temperature": temperature,
+            "top_p": top_p,
+            "max_tokens": max_tokens,
+            "seed": seed,
+        }
+        key = (
+            store.chunk_key(
+                chunk_index, [f"{s.id}\n{p}" for s, p in zip(chunk, prompts, strict=True)], sampling
+            )
+            if store
+            else ""
+        )
+        done = store.load(chunk_index, key) if store else None
+        if done is not None and set(done) == {s.id for s in chunk}:
+            results.update(done)
+            continue
         groups = backend.generate(
             prompts,
             n,
@@ -57,15 +137,19 @@ def run_rollouts(
             raise RuntimeError(
                 f"backend returned {[len(g) for g in groups]} generations for {len(chunk)} x {n}"
             )
+        scored_chunk = {}
         for sample, group in zip(chunk, groups, strict=True):
             reward = reward_for_setting(sample.setting)
             scored = [reward(g.text, sample.ground_truth_list) for g in group]
-            results[sample.id] = Rollouts(
+            scored_chunk[sample.id] = Rollouts(
                 scores=tuple(r.score for r in scored),
                 reasons=tuple(r.reason for r in scored),
                 prompt_tokens=int(group[0].prompt_tokens),
                 completion_tokens=tuple(int(g.completion_tokens) for g in group),
             )
+        if store:
+            store.save(chunk_index, key, scored_chunk)
+        results.update(scored_chunk)
     return results
 
 
@@ -100,6 +184,7 @@ def make_protocol(config: dict, seed: int, backend_kind: str):
         max_tokens=int(config["max_new_tokens"]),
         seed=int(seed),
         backend=backend_kind,
+        enable_thinking=config.get("enable_thinking"),  # the policy's (model.enable_thinking), as training's
     )
 
 

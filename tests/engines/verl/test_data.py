@@ -104,3 +104,34 @@ def test_prompts_are_checked_against_the_protocol_render(tokenizer):
     assert len(rows) == 2
     with pytest.raises(ValueError, match="xlam:0: verl's templated prompt differs"):
         to_verl_rows(samples, chat_messages, tokenizer, 4096, render=lambda m, t: render(m, t) + "<think>\n")
+
+
+def test_the_thinking_switch_is_the_same_in_our_prompts_and_in_verls_dataset(tmp_path):
+    """With model.enable_thinking false (a Qwen3 template pre-fills an empty think block), the prompts we
+    check against protocol.render and the kwargs verl's RLHFDataset templates with agree; the same rows
+    templated without the switch are refused, since verl would then template another prompt."""
+    from _verl_helpers import CHAT_TEMPLATE
+
+    from toolcall_repro.engines.local.tokenizer import provisional_tokenizer
+    from toolcall_repro.engines.verl.launch import training_protocol_fns
+
+    qwen3_end = (
+        "{%- if add_generation_prompt %}<|im_start|>assistant\n"
+        "{%- if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{%- endif %}"
+        "{%- endif %}"
+    )
+    tok = provisional_tokenizer(CHAT_TEMPLATE.replace("{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}", qwen3_end))
+    run = run_config(enable_thinking=False)
+    chat, render = training_protocol_fns(tok, run["enable_thinking"])
+    samples = [make_sample(i).row() for i in range(2)] + [make_sample(2, "multi_turn").row()]
+    rows, _ = to_verl_rows(samples, chat, tok, 4096, render=render, template_kwargs=hydra.template_kwargs(run))
+    assert len(rows) == 3 and render(json.loads(samples[0]["messages"]), []).endswith("assistant<think>\n\n</think>")
+    with pytest.raises(ValueError, match="verl's templated prompt differs from protocol.render"):
+        to_verl_rows(samples, chat, tok, 4096, render=render)
+    cfg = compose_config(hydra.build_overrides(run, {"gpus_per_node": 4}, hydra.RunPaths.under(str(tmp_path), "/unused"), 0))
+    data = OmegaConf.to_container(cfg.data, resolve=False)
+    data.update({"tool_config_path": None, "function_tool_path": None, "dataloader_num_workers": 0})
+    path = tmp_path / "train.parquet"
+    pq.write_table(verl_table(rows), path)
+    ds = RLHFDataset(str(path), tok, OmegaConf.create({**data, "filter_overlong_prompts_workers": 1}))
+    assert ds.apply_chat_template_kwargs == {"enable_thinking": False}

@@ -162,3 +162,15 @@ def test_the_local_engines_ppo_mini_batches_sets_verls_mini_batch(tmp_path, step
 def test_overrides_file_round_trip():
     overrides = ["a=1", "+toolcall.x='y z'"]
     assert hydra.read_overrides("# comment\n" + hydra.overrides_text(overrides)) == overrides
+
+
+def test_the_models_thinking_switch_reaches_verls_chat_template_kwargs(tmp_path):
+    """model.enable_thinking (a run key) becomes data.apply_chat_template_kwargs, which verl 0.9.1's
+    RLHFDataset and agent loop pass to apply_chat_template; unset, verl's empty default stays."""
+    on = compose_config(hydra.build_overrides(run_config(enable_thinking=True), EIGHT_GPUS, paths(tmp_path), seed=0))
+    check_config(on)
+    assert OmegaConf.to_container(on.data.apply_chat_template_kwargs) == {"enable_thinking": True}
+    off = compose_config(hydra.build_overrides(run_config(enable_thinking=False), EIGHT_GPUS, paths(tmp_path), seed=0))
+    assert OmegaConf.to_container(off.data.apply_chat_template_kwargs) == {"enable_thinking": False}
+    unset = compose_config(hydra.build_overrides(run_config(), EIGHT_GPUS, paths(tmp_path), seed=0))
+    assert OmegaConf.to_container(unset.data.apply_chat_template_kwargs) == {}

@@ -30,7 +30,10 @@ case "$1 $2" in
   "show hostnames") [ "$3" = "gpu[07-08]" ] && printf 'gpu07\\ngpu08\\n' ;;
 esac
 """,
-    "hostname": 'echo "10.1.2.3 fe80::1"\n',
+    # a Debian-style host: `hostname --ip-address` starts with 127.0.1.1; the route to the worker is right
+    "hostname": 'echo "127.0.1.1 10.1.2.3"\n',
+    "getent": '[ "$2" = gpu08 ] && echo "10.1.2.4 STREAM gpu08"\n',
+    "ip": '[ "$*" = "-4 route get 10.1.2.4" ] && echo "10.1.2.4 dev ib0 src 10.1.2.3 uid 0"\n',
     "verlpy": 'echo "python $* RAY_ADDRESS=${RAY_ADDRESS:-unset}" >> "$CALLS"\n',
 }
 

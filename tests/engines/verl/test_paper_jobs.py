@@ -31,7 +31,7 @@ from toolcall_repro.job import Job  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tests" / "workflow"))
-from _workflow_helpers import make_workdir  # noqa: E402
+from _workflow_helpers import UNPINNED, make_workdir  # noqa: E402
 
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"  # the main env (scripts/install.sh)
 TRAIN_LOCK = REPO / "requirements" / "train-verl.lock"  # what workflow/envs/train-verl.yaml installs
@@ -44,7 +44,7 @@ def train_commands(work: Path) -> dict[str, Job]:
         pytest.skip(f"{SNAKEMAKE} is missing: the main env (scripts/install.sh) runs the dry-run")
     env = {**os.environ, "PATH": f"{SNAKEMAKE.parent}:{os.environ['PATH']}"}
     proc = subprocess.run(
-        [str(SNAKEMAKE), "-n", "-p", "--forceall", "--configfile", "config/paper.yaml"],
+        [str(SNAKEMAKE), "-n", "-p", "--forceall", "--configfile", "config/paper.yaml", *UNPINNED],
         cwd=work, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]

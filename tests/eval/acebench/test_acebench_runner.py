@@ -45,6 +45,7 @@ def test_cli_runs_a_tiny_model_and_summarises_seeds(data_dir, tiny_model_dir, tm
     assert card["benchmark"] == "acebench" and card["seed"] == 1 and card["protocol_id"] == "stronger"
     assert len(card["data_sha256"]) == 64 and card["model"]["sha256"]
     assert card["user_simulator"]["kind"] == "scripted"
+    assert card["user_simulator"]["runs"] == "inside the scoring job, offline"  # the paper default too
     assert card["benchmark_version"] == (data_dir.parent.parent / "COMMIT").read_text().split()[0]
     assert set(doc["categories"]) == {
         "normal_atom_bool",

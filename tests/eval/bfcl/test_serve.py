@@ -213,3 +213,62 @@ def test_locate_vllm_records_the_vllm_envs_vllm_and_score_bfcl_serves_with_it(
     assert json.loads(record.read_text())[:2] == ["serve", str(tiny_model_dir)]
     doc = json.loads(score.read_text())
     assert doc["categories"]["simple_python"]["total"] == 2 and doc["summary"]["inference_errors"] == 0
+
+
+HUNG_VLLM = """#!{python}
+# A `vllm serve` that hangs before it opens its port (a stuck model load): records its pid, then sleeps.
+import os, time
+open({record!r}, "w").write(str(os.getpid()))
+time.sleep(3600)
+"""
+
+
+def test_a_hung_vllm_serve_fails_the_job_after_the_server_timeout_and_is_stopped(tiny_model_dir, tmp_path):
+    """bfcl-eval waits for its server without a limit; evaluate.bfcl.server_timeout_s bounds the wait, the
+    hung server is stopped, and the error names the key."""
+    import os
+    import sys
+    import time
+
+    from toolcall_repro.eval.bfcl.serve import ServerTimeout
+
+    record = tmp_path / "pid"
+    fake = tmp_path / "bin" / "vllm"
+    fake.parent.mkdir()
+    fake.write_text(HUNG_VLLM.format(python=sys.executable, record=str(record)))
+    fake.chmod(0o755)
+    protocol = Protocol(system_prompt="bfcl_default", backend="vllm", max_tokens=16, seed=1)
+    start = time.monotonic()
+    with pytest.raises(ServerTimeout, match=r"within 3 s \(evaluate.bfcl.server_timeout_s\)"):
+        generate(
+            model_dir=tiny_model_dir, model_tag="hung", protocol=protocol, protocol_id="default",
+            categories=["simple_python"], limit=1, out_dir=tmp_path / "results", vllm_bin=str(fake),
+            server_timeout_s=3, log=lambda *_: None,
+        )  # fmt: skip
+    assert time.monotonic() - start < 60
+    pid = int(record.read_text())
+    for _ in range(50):  # terminated (and reaped by bfcl-eval's wait loop)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the hung vllm serve (pid {pid}) is still running")
+
+
+def test_a_given_server_that_never_answers_fails_after_the_server_timeout(tiny_model_dir, tmp_path):
+    import socket
+
+    from toolcall_repro.eval.bfcl.serve import ServerTimeout
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    protocol = Protocol(system_prompt="bfcl_default", backend="vllm", max_tokens=16, seed=1)
+    with pytest.raises(ServerTimeout, match="did not answer at .*/v1/models within 2 s"):
+        generate(
+            model_dir=tiny_model_dir, model_tag="gone", protocol=protocol, protocol_id="default",
+            categories=["simple_python"], limit=1, out_dir=tmp_path / "results", server_url=url,
+            server_timeout_s=2, log=lambda *_: None,
+        )  # fmt: skip

@@ -4,8 +4,12 @@
 # verl driver here, joined to that cluster through RAY_ADDRESS. Ray is stopped on exit.
 #   launch_verl_multi_node.sh OUT_DIR NODES GPUS_PER_NODE
 # Snakemake's slurm jobstep strips SLURM_* except SLURM_JOB_ID from a job's environment, so the node
-# list comes from scontrol when SLURM_JOB_NODELIST is gone.
+# list comes from scontrol when SLURM_JOB_NODELIST is gone. The head's address is the one the workers
+# reach it at (head_address.sh: VERL_HEAD_IFACE, else the route to the first worker; never a loopback).
+# Each srun step asks for GPUS_PER_NODE GPUs on its node: an allocation split unevenly over the nodes
+# fails there, at the first step, instead of training on fewer GPUs.
 set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=${1:?usage: launch_verl_multi_node.sh OUT_DIR NODES GPUS_PER_NODE}
 NODES=${2:?nodes}
 GPUS=${3:?gpus per node}
@@ -23,7 +27,7 @@ if [ "${#HOSTS[@]}" -lt "$NODES" ]; then
 fi
 HEAD=${HOSTS[0]}
 STEP=(srun --overlap --nodes=1 --ntasks=1 --cpus-per-task="$CPUS" --gpus-per-node="$GPUS")
-HEAD_IP=$("${STEP[@]}" -w "$HEAD" hostname --ip-address | awk '{print $1}')
+HEAD_IP=$("${STEP[@]}" -w "$HEAD" bash "$HERE/head_address.sh" "${HOSTS[1]}")
 ADDRESS="$HEAD_IP:$RAY_PORT"
 echo "[multi_node] head $HEAD ($ADDRESS), workers ${HOSTS[*]:1:$((NODES - 1))}"
 

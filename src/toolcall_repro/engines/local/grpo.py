@@ -401,8 +401,11 @@ def train_grpo(
             raise ValueError(f"--{key} {flag} disagrees with the config's {key} {value}")
     variant = variant or cfg.variant
     model, tokenizer = load_policy(base)
-    train_records, dropped_train = build_prompts(load_samples([train]), tokenizer, cfg.max_prompt_tokens)
-    heldout_records, dropped_heldout = build_prompts(load_samples([heldout]), tokenizer, cfg.max_prompt_tokens)
+    thinking = cfg.enable_thinking
+    train_records, dropped_train = build_prompts(load_samples([train]), tokenizer, cfg.max_prompt_tokens, thinking)
+    heldout_records, dropped_heldout = build_prompts(
+        load_samples([heldout]), tokenizer, cfg.max_prompt_tokens, thinking
+    )
     heldout_records = heldout_records[: cfg.heldout_size]
     if not train_records:
         raise ValueError(f"{train}: no training prompt fits max_prompt_tokens={cfg.max_prompt_tokens}")

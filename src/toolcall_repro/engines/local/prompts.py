@@ -58,10 +58,14 @@ def load_samples(paths: Iterable[str | Path]) -> list[Sample]:
 
 
 def build_prompts(
-    samples: Sequence[Sample], tokenizer: PreTrainedTokenizerBase, max_prompt_tokens: int | None
+    samples: Sequence[Sample],
+    tokenizer: PreTrainedTokenizerBase,
+    max_prompt_tokens: int | None,
+    enable_thinking: bool | None = None,
 ) -> tuple[list[PromptRecord], dict[str, int]]:
-    """(records, drop counts by reason); an overlong prompt is dropped, never truncated."""
-    protocol = training_protocol()
+    """(records, drop counts by reason); an overlong prompt is dropped, never truncated. `enable_thinking`:
+    the model's chat-template switch (the run's, as verl's engine passes it)."""
+    protocol = training_protocol(enable_thinking=enable_thinking)
     records, dropped = [], Counter()
     for s in samples:
         ids = tuple(tokenizer(render_prompt(s, tokenizer, protocol), add_special_tokens=False)["input_ids"])

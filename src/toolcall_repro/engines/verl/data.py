@@ -89,13 +89,14 @@ def check_chat(messages: object, sample_id: str) -> list[dict]:
     return [{"role": m["role"], "content": m["content"]} for m in messages]
 
 
-def prompt_text(tokenizer, chat: list[dict]) -> str:
-    """The prompt as verl's agent loop builds it: the chat template with the generation prompt."""
-    return tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+def prompt_text(tokenizer, chat: list[dict], template_kwargs: Mapping | None = None) -> str:
+    """The prompt as verl's agent loop builds it: the chat template with the generation prompt and
+    data.apply_chat_template_kwargs (`template_kwargs`: the model's thinking switch)."""
+    return tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False, **(template_kwargs or {}))
 
 
-def prompt_tokens(tokenizer, chat: list[dict]) -> int:
-    return len(tokenizer(prompt_text(tokenizer, chat), add_special_tokens=False)["input_ids"])
+def prompt_tokens(tokenizer, chat: list[dict], template_kwargs: Mapping | None = None) -> int:
+    return len(tokenizer(prompt_text(tokenizer, chat, template_kwargs), add_special_tokens=False)["input_ids"])
 
 
 def to_verl_rows(
@@ -105,6 +106,7 @@ def to_verl_rows(
     max_prompt_tokens: int,
     limit: int | None = None,
     render: Render | None = None,
+    template_kwargs: Mapping | None = None,
 ) -> tuple[list[dict], ConversionReport]:
     """Convert normalised samples (rows of the contract's parquet) in order; `limit` keeps the first N.
 
@@ -127,7 +129,7 @@ def to_verl_rows(
             continue
         messages, tools = json.loads(sample["messages"]), json.loads(sample["tools"])
         chat = check_chat(chat_messages(messages, tools), sid)
-        text = prompt_text(tokenizer, chat)
+        text = prompt_text(tokenizer, chat, template_kwargs)
         if render is not None and text != render(messages, tools):
             raise ValueError(
                 f"{sid}: verl's templated prompt differs from protocol.render (first 200 chars: {text[:200]!r})"

@@ -26,7 +26,6 @@ PROJECT = "toolcall-repro"
 VERL_DEFAULTS: dict = {
     "nodes": 1,
     "gpus_per_node": 8,
-    "gpu_model": "a100",  # read by the workflow for SLURM resources; verl itself does not need it
     "tensor_parallel": 2,
     "gpu_memory_utilization": 0.6,
     "ppo_mini_batch_size": None,  # prompts per optimizer step; None = batch_size (one update a step)
@@ -132,6 +131,11 @@ def merged_verl(verl: Mapping | None) -> dict:
     """`train.verl` over the defaults (nested `vllm` merged key by key); unknown keys are an error."""
     verl = dict(verl or {})
     unknown = sorted(set(verl) - set(VERL_DEFAULTS))
+    if "gpu_model" in unknown:  # a site setting: one place for the GPU type of every GPU job
+        raise VerlConfigError(
+            "train.verl.gpu_model is a site setting now: set gpu_model in the site settings of "
+            "profiles/slurm/config.yaml and remove it here"
+        )
     if unknown:
         raise VerlConfigError(f"train.verl has unknown keys {unknown}; known: {sorted(VERL_DEFAULTS)}")
     out = {**VERL_DEFAULTS, **verl}
@@ -418,6 +422,9 @@ def build_overrides(
     out = [f"{k}={hydra_value(val)}" for k, val in ov.items()]
     # hf_model.yaml's override_config is an empty dict: the key is added ('+').
     out.append(f"+actor_rollout_ref.model.override_config.attn_implementation={attn}")
+    # The chat template's kwargs in verl's dataset and agent loop (an empty dict too): Qwen3's thinking
+    # switch, the one filtering and evaluation pass (config model.enable_thinking).
+    out += [f"+data.apply_chat_template_kwargs.{k}={hydra_value(v)}" for k, v in template_kwargs(run).items()]
     out += flat_overrides("toolcall", toolcall_section(run, paths, seed, geo, fingerprint), add=True)
     # A retry continues the same run from its newest complete checkpoint (weights, optimizer, dataloader;
     # the filter's state rides in the same folder); a first attempt starts from the base weights.
@@ -429,6 +436,12 @@ def build_overrides(
     if any(not isinstance(x, str) or "=" not in x for x in extra):
         raise VerlConfigError(f"train.verl.extra_overrides must be 'key=value' strings, got {extra}")
     return out + extra
+
+
+def template_kwargs(run: Mapping) -> dict:
+    """data.apply_chat_template_kwargs of a run: the model's thinking switch when the config sets one."""
+    thinking = run.get("enable_thinking")
+    return {} if thinking is None else {"enable_thinking": bool(thinking)}
 
 
 def run_identity(

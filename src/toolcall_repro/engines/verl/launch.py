@@ -134,8 +134,9 @@ def prompts_for_fingerprint(rows: list[dict]) -> list[tuple[str, str]]:
     return [(str(r["extra_info"]["id"]), json.dumps(r, sort_keys=True, default=str)) for r in rows]
 
 
-def training_protocol_fns(tokenizer) -> tuple[ChatMessages, Render]:
-    """The training protocol's chat messages (what verl templates) and its `render` (the check)."""
+def training_protocol_fns(tokenizer, enable_thinking: bool | None = None) -> tuple[ChatMessages, Render]:
+    """The training protocol's chat messages (what verl templates) and its `render` (the check), with
+    the model's thinking switch (`enable_thinking`, verl's data.apply_chat_template_kwargs)."""
     from toolcall_repro import protocol
 
     if not hasattr(protocol, "chat_messages"):
@@ -143,7 +144,7 @@ def training_protocol_fns(tokenizer) -> tuple[ChatMessages, Render]:
             "toolcall_repro.protocol.chat_messages(messages, tools, protocol) -> [{'role', 'content'}] is "
             "needed: verl applies the chat template itself, so it takes messages, not rendered text"
         )
-    proto = protocol.training_protocol()
+    proto = protocol.training_protocol(enable_thinking=enable_thinking)
     return (
         lambda messages, tools: protocol.chat_messages(messages, tools, proto),
         lambda messages, tools: protocol.render(messages, tools, proto, tokenizer),
@@ -220,7 +221,8 @@ def prepare(
 
         tokenizer = AutoTokenizer.from_pretrained(base)
     if chat_messages is None:
-        chat_messages, render = training_protocol_fns(tokenizer)
+        chat_messages, render = training_protocol_fns(tokenizer, run.get("enable_thinking"))
+    kwargs = hydra.template_kwargs(run)
     max_prompt = int(run["max_prompt_tokens"])
     report, fingerprint_rows = {}, []
     for name, src, dst, limit in (
@@ -228,7 +230,9 @@ def prepare(
         ("heldout", heldout, paths.val_files, run.get("heldout_size")),
     ):
         samples = [s.row() for s in read_samples(src)]
-        rows, rep = to_verl_rows(samples, chat_messages, tokenizer, max_prompt, limit=limit, render=render)
+        rows, rep = to_verl_rows(
+            samples, chat_messages, tokenizer, max_prompt, limit=limit, render=render, template_kwargs=kwargs
+        )
         if not rows:
             raise ValueError(f"{name}: no sample left of {rep.rows_in} ({rep.as_dict()['dropped_counts']})")
         _write_parquet(rows, dst)

@@ -66,6 +66,7 @@ class ScriptedUser:
             "kind": "scripted",
             "policy": self.POLICY,
             "replies": self.replies,
+            "runs": "inside the scoring job, offline",
             "note": "not ACEBench's LLM user: agent_multi_turn scores are not comparable to published ones",
         }
 
@@ -135,6 +136,7 @@ class OpenAIUser:
     def card(self) -> dict:
         return {
             "kind": "openai",
+            "runs": "behind base_url, reached over the network from the scoring job",
             "base_url": self.base_url,
             "model": self.model,
             "temperature": self.temperature,

@@ -99,6 +99,12 @@ def _add_generation_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="vllm: the vLLM env's `vllm` to serve with (default: $VLLM_BIN, beside $VERL_PYTHON, PATH)",
     )
+    p.add_argument(
+        "--server-timeout-s",
+        type=float,
+        default=None,
+        help="vllm: fail when the server does not answer within this many seconds (default 1800)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -166,6 +172,7 @@ def generate_results(
     gpus: int = 1,
     gpu_memory_utilization: float = 0.9,
     vllm_bin: str | None = None,
+    server_timeout_s: float | None = None,
 ):
     """BFCL result files (bfcl layout) + card.json in out_dir; the Protocol they were generated under.
 
@@ -192,6 +199,7 @@ def generate_results(
         gpus=gpus,
         gpu_memory_utilization=gpu_memory_utilization,
         vllm_bin=vllm_bin,
+        server_timeout_s=server_timeout_s,
     )
     return parsed
 
@@ -238,6 +246,7 @@ def run_job(j) -> None:
         out=score,
         threads=int(j.option("threads")),
         vllm_bin=recorded_vllm(location[0]) if location else None,
+        server_timeout_s=j.config["bfcl"].get("server_timeout_s"),
     )
 
 
@@ -273,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         "gpus": args.gpus,
         "gpu_memory_utilization": args.gpu_memory_utilization,
         "vllm_bin": args.vllm_bin,
+        "server_timeout_s": args.server_timeout_s,
     }
     if args.cmd == "generate":
         generate_results(out_dir=args.out, **generation)

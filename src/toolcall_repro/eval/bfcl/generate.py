@@ -209,6 +209,7 @@ def generate(
     gpus: int = 1,
     gpu_memory_utilization: float = 0.9,
     vllm_bin: str | None = None,
+    server_timeout_s: float | None = None,
     backend: Any | None = None,
     log: Callable = print,
 ) -> Path:
@@ -233,6 +234,7 @@ def generate(
             gpus=gpus,
             gpu_memory_utilization=gpu_memory_utilization,
             vllm_bin=vllm_bin,
+            timeout_s=server_timeout_s,
         )
         tokenizer = owner.tokenizer
         generate_fn = server_generate_fn(owner.client, owner.model_path_or_id, protocol)
