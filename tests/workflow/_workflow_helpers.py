@@ -19,7 +19,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 # What a Snakemake run reads from the work tree; results/ and .snakemake/ are never linked.
-LINKED = ("workflow", "config", "profiles", ".test")
+# scripts/ and requirements/: a conda env's post-deploy script installs the package from the env's lock.
+LINKED = ("workflow", "config", "profiles", ".test", "scripts", "requirements")
 # config/paper.yaml ships its hub revisions as `main` (no commit sha can be looked up offline): its
 # dry-runs in tests opt out of pinning, as an exploratory run would (toolcall_repro.preflight).
 UNPINNED = ("--config", "allow_unpinned_revisions=True")
@@ -146,13 +147,33 @@ done
     "scontrol": "#!/usr/bin/env bash\necho 'MinJobAge = 300 sec'\n",
     "scancel": "#!/usr/bin/env bash\nexit 0\n",
     "srun": "#!/usr/bin/env bash\nexit 0\n",
-    # The slurm profile deploys conda envs; a dry-run only asks conda about itself.
+    # The slurm profile deploys conda envs: conda reports its root in $FAKE_SLURM_DIR/conda (made by
+    # write_fake_cluster), whose bin/activate puts a recording `python` first on PATH, so an env's
+    # post-deploy script (scripts/install-from-lock.sh --package-only python <env>) runs for real against it.
     "conda": """#!/usr/bin/env bash
+root="$FAKE_SLURM_DIR/conda"
 case "$*" in
-  "info --json") echo '{"conda_version": "24.11.0", "conda_prefix": "/opt/conda", "root_prefix": "/opt/conda", "envs_dirs": ["/opt/conda/envs"], "pkgs_dirs": ["/opt/conda/pkgs"], "platform": "linux-64"}';;
+  "info --json") echo "{\\"conda_version\\": \\"24.11.0\\", \\"conda_prefix\\": \\"$root\\", \\"root_prefix\\": \\"$root\\", \\"envs_dirs\\": [\\"$root/envs\\"], \\"pkgs_dirs\\": [\\"$root/pkgs\\"], \\"platform\\": \\"linux-64\\"}";;
   "--version") echo "conda 24.11.0";;
   "config --get channel_priority --json") echo '{"get": {"channel_priority": "strict"}}';;
   *) echo '{}';;
 esac
 """,
 }
+
+
+def write_fake_cluster(bin_dir: Path, record_dir: Path, skip: tuple[str, ...] = ()) -> None:
+    """The fake SLURM client commands (and conda) in bin_dir, recording into record_dir ($FAKE_SLURM_DIR),
+    with the fake conda root there: bin/activate puts stub/python first on PATH, which records each call
+    (record_dir/python.calls) and does nothing else."""
+    for name, body in FAKE_SLURM.items():
+        if name not in skip:
+            (bin_dir / name).write_text(body)
+            (bin_dir / name).chmod(0o755)
+    root = record_dir / "conda"
+    (root / "bin").mkdir(parents=True, exist_ok=True)
+    (root / "stub").mkdir(exist_ok=True)
+    (root / "bin" / "activate").write_text(f'export CONDA_PREFIX="$1"; export PATH="{root}/stub:$PATH"\n')
+    python = root / "stub" / "python"
+    python.write_text(f'#!/usr/bin/env bash\necho "$*" >> "{record_dir}/python.calls"\n[ "${{1:-}}" != - ] || cat > /dev/null\n')
+    python.chmod(0o755)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import stat
 import sys
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 
 # This folder has no __init__.py: make its helpers importable (as tests/engines/verl does).
 sys.path.insert(0, str(Path(__file__).parent))
-from _workflow_helpers import FAKE_SLURM, make_workdir, snakemake, write_config  # noqa: E402
+from _workflow_helpers import make_workdir, snakemake, write_config, write_fake_cluster  # noqa: E402
 
 
 @pytest.fixture
@@ -40,10 +39,7 @@ def fake_cluster(tmp_path):
     record_dir = tmp_path / "slurm"
     bin_dir.mkdir()
     record_dir.mkdir()
-    for name, body in FAKE_SLURM.items():
-        p = bin_dir / name
-        p.write_text(body)
-        p.chmod(p.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    write_fake_cluster(bin_dir, record_dir)
     env = {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "FAKE_SLURM_DIR": str(record_dir),
@@ -58,9 +54,7 @@ def fake_cluster_env(tmp_path_factory):
     """The fake SLURM client commands (and conda) on PATH, once per module: the env to run the CLI with."""
     bin_dir = tmp_path_factory.mktemp("fakebin")
     record_dir = tmp_path_factory.mktemp("slurm")
-    for name, body in FAKE_SLURM.items():
-        (bin_dir / name).write_text(body)
-        (bin_dir / name).chmod(0o755)
+    write_fake_cluster(bin_dir, record_dir)
     return {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "FAKE_SLURM_DIR": str(record_dir),

@@ -13,7 +13,7 @@ import pytest
 from toolcall_repro.plan import parse_dryrun
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _workflow_helpers import FAKE_SLURM, UNPINNED, make_workdir, snakemake, write_config  # noqa: E402
+from _workflow_helpers import UNPINNED, make_workdir, snakemake, write_config, write_fake_cluster  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DOWNLOAD_RULES = {"download_source", "download_model", "download_lm_eval_data", "download_acebench"}
@@ -168,10 +168,7 @@ def test_plan_needs_no_conda_and_says_in_one_line_what_it_cannot_resolve(paper_w
     slurm profile's runs deploy conda envs; a dry-run that fails is one line, not a traceback."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, body in FAKE_SLURM.items():
-        if name != "conda":
-            (bin_dir / name).write_text(body)
-            (bin_dir / name).chmod(0o755)
+    write_fake_cluster(bin_dir, tmp_path, skip=("conda",))
     path = os.pathsep.join([str(Path(sys.executable).parent), str(bin_dir), "/usr/bin", "/bin"])
     assert shutil.which("conda", path=path) is None
     env = {**os.environ, "PATH": path, "PYTHONPATH": str(REPO / "src"), "FAKE_SLURM_DIR": str(tmp_path),

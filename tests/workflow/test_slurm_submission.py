@@ -44,3 +44,8 @@ def test_training_job_submission(tmp_path, workdir, smk, make_config, fake_clust
     assert "-C a100" in args or "--constraint" in args
     assert "--ntasks-per-gpu" not in args  # tasks_per_gpu: 0, Ray/srun place the workers
     assert "--target-jobs 'train_grpo:dataset=multi_turn,variant=vanilla'" in args
+    # the profile deployed the training job's conda env: its post-deploy step installed the package from
+    # the env's lock (scripts/install-from-lock.sh --package-only) into the env's own python
+    calls = (record_dir / "python.calls").read_text()
+    assert "-m pip install -q --no-deps --no-build-isolation -e ." in calls
+    assert "- train-verl requirements/train-verl.lock" in calls
