@@ -202,5 +202,5 @@ def load_policy(kind: str, model_dir: str, threads: int):
 
     kwargs = {"threads": threads} if kind == "transformers" else {}
     backend = load_backend(kind, model_dir, **kwargs)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
     return backend, tokenizer

@@ -131,7 +131,7 @@ def run(
     if tokenizer is None:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(model)
+        tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True)
     texts = {
         k: [render(s.messages_list, s.tools_list, protocol, tokenizer) for s in v] for k, v in prompts.items()
     }

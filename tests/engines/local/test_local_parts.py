@@ -222,3 +222,36 @@ def test_ppo_mini_batches_move_the_ratio_so_the_clip_acts():
     assert four["optimizer_steps"] == len(rows)
     assert four["pg_clipfrac_later"] > 0 and four["pg_clipfrac"] > 0
     assert four["pg_clipfrac"] <= four["pg_clipfrac_later"]  # the first mini-batch never clips
+
+
+_RESAVE = """
+import sys
+from toolcall_repro.engines.local.model import load_policy, save_hf_dir
+model, tokenizer = load_policy(sys.argv[1])
+save_hf_dir(model, tokenizer, sys.argv[2])
+"""
+
+
+def test_a_resaved_policy_is_the_same_bytes_whatever_the_callers_hf_hub_offline(tmp_path):
+    """A GRPO final/ is the loaded base policy saved again. transformers saves the loading flags with the
+    tokenizer (tokenizer_config.json: local_files_only), and HF_HUB_OFFLINE in the caller's shell sets that
+    flag unless the loader does: two fresh runs differed only by it (every card's model sha256 with them)."""
+    import os
+    import subprocess
+    import sys
+
+    from toolcall_repro.engines.local.model import save_hf_dir
+
+    model = tiny_model()
+    tok = train_tokenizer(["hello world <tool_call> x </tool_call>"] * 4, 300, load_chat_template())
+    base = save_hf_dir(model, tok, tmp_path / "base")
+    outs = {}
+    for offline in ("0", "1"):
+        env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+        env["HF_HUB_OFFLINE"] = offline
+        out = tmp_path / f"resaved-{offline}"
+        subprocess.run([sys.executable, "-c", _RESAVE, str(base), str(out)], env=env, check=True, timeout=300)
+        outs[offline] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    assert outs["0"].keys() == outs["1"].keys() and "tokenizer_config.json" in outs["0"]
+    differing = [name for name in outs["0"] if outs["0"][name] != outs["1"][name]]
+    assert differing == []

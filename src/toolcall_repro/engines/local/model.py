@@ -69,8 +69,10 @@ def load_policy(model_dir: str | Path) -> tuple[torch.nn.Module, PreTrainedToken
     model_dir = Path(model_dir)
     if not (model_dir / "config.json").is_file():
         raise FileNotFoundError(f"{model_dir} is not an HF model directory (no config.json)")
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    # local_files_only: a local folder needs no hub, and the flag is saved with the tokenizer (tokenizer_config.json),
+    # so leaving it to the caller's HF_HUB_OFFLINE would make a trained model's bytes the caller's shell's
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, local_files_only=True)
     if tokenizer.eos_token_id is None or tokenizer.pad_token_id is None:
         raise ValueError(f"{model_dir}: the tokenizer needs an eos and a pad token")
     return model, tokenizer

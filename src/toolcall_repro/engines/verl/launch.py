@@ -219,7 +219,7 @@ def prepare(
     if tokenizer is None:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(base)
+        tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=True)
     if chat_messages is None:
         chat_messages, render = training_protocol_fns(tokenizer, run.get("enable_thinking"))
     kwargs = hydra.template_kwargs(run)

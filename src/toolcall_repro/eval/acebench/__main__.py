@@ -120,7 +120,7 @@ def score(
     if tokenizer is None:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(model)
+        tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True)
     budget = max_prompt_tokens
     if budget is None:
         budget = runner.context_budget(model, protocol.max_tokens)
