@@ -29,7 +29,7 @@ import numpy as np
 # scikit-learn arrives with the eval extra (lm-eval, sentence-transformers: requirements/main.lock).
 from sklearn.isotonic import isotonic_regression
 
-from toolcall_repro.analysis.speedup import Curve, OutcomeCurve, time_to_accuracy
+from toolcall_repro.analysis.speedup import Curve, OutcomeCurve, seed_pairs, time_to_accuracy
 
 __all__ = [
     "FLOOR_NEAR",
@@ -161,21 +161,7 @@ def matched_speedup(
 ) -> MatchedSpeedup:
     """Speedup of candidate over baseline at `fraction` of the baselines' pooled gain, paired by seed (or by
     explicit `pairs`, e.g. `noise_floor_pairs`); the target pools the baselines of the pairs."""
-    if pairs is None:
-        unpaired = sorted(set(baseline) ^ set(candidate))
-        if unpaired:
-            raise ValueError(f"seeds {unpaired} have a run on one side only")
-        pairs = [(s, s) for s in sorted(baseline)]
-    pairs = list(pairs)
-    if not pairs:
-        raise ValueError("no seed pairs to compare")
-    missing = [p for p in pairs if p[0] not in baseline or p[1] not in candidate]
-    if missing:
-        raise ValueError(f"pairs {missing} name a seed without a run")
-    widths = {c.outcomes.shape[1] for c in [*baseline.values(), *candidate.values()]}
-    if len(widths) != 1:
-        raise ValueError(f"runs were scored on different held-out sets (prompt counts {sorted(widths)})")
-    n_prompts = widths.pop()
+    pairs, n_prompts = seed_pairs(baseline, candidate, pairs)
     target, a0, gain, times = _estimate(baseline, candidate, pairs, fraction)
     ratio, missed = _pooled(times)
     rng = np.random.default_rng(seed)

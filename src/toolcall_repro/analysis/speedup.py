@@ -212,17 +212,13 @@ def _pooled_ratio(results: Sequence[Speedup]) -> float | None:
     return tb / tc if tc > 0 else None
 
 
-def peak_speedup(
+def seed_pairs(
     baseline: Mapping[int, OutcomeCurve],
     candidate: Mapping[int, OutcomeCurve],
-    *,
     pairs: Sequence[tuple[int, int]] | None = None,
-    n_bootstrap: int = 2000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> PeakSpeedup:
-    """PODS time-to-peak speedup of candidate over baseline, paired by seed (or by explicit `pairs`,
-    e.g. vanilla seed s against vanilla seed s+1 for the estimator's noise floor)."""
+) -> tuple[list[tuple[int, int]], int]:
+    """The (baseline seed, candidate seed) pairs to compare (same seeds when `pairs` is None) and the
+    held-out prompt count they share; a seed without a run or runs on different held-out sets are errors."""
     if pairs is None:
         unpaired = sorted(set(baseline) ^ set(candidate))
         if unpaired:
@@ -237,7 +233,21 @@ def peak_speedup(
     widths = {c.outcomes.shape[1] for c in [*baseline.values(), *candidate.values()]}
     if len(widths) != 1:
         raise ValueError(f"runs were scored on different held-out sets (prompt counts {sorted(widths)})")
-    n_prompts = widths.pop()
+    return pairs, widths.pop()
+
+
+def peak_speedup(
+    baseline: Mapping[int, OutcomeCurve],
+    candidate: Mapping[int, OutcomeCurve],
+    *,
+    pairs: Sequence[tuple[int, int]] | None = None,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> PeakSpeedup:
+    """PODS time-to-peak speedup of candidate over baseline, paired by seed (or by explicit `pairs`,
+    e.g. vanilla seed s against vanilla seed s+1 for the estimator's noise floor)."""
+    pairs, n_prompts = seed_pairs(baseline, candidate, pairs)
     per_seed = {b: speedup_at_matched_accuracy(baseline[b].curve(), candidate[c].curve()) for b, c in pairs}
     ratio = _pooled_ratio(list(per_seed.values()))
     rng = np.random.default_rng(seed)
