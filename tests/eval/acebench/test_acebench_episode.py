@@ -135,7 +135,8 @@ def test_openai_user_drives_the_dialogue_over_http(multi_turn, chat_server):
     assert second["messages"][-1] == {"role": "user", "content": "What should it say?"}
     assert outcome["dialogue"][-1]["message"] == "finish conversation"
     assert user.card() == {"kind": "openai", "base_url": url, "model": "sim-1", "temperature": 0.001, "top_p": 1.0,
-                           "max_tokens": 1000, "seed": 7}  # fmt: skip
+                           "max_tokens": 1000, "seed": 7,
+                           "runs": "behind base_url, reached over the network from the scoring job"}  # fmt: skip
 
 
 def test_a_failing_user_simulator_is_recorded_not_raised(multi_turn, chat_server):
