@@ -188,6 +188,18 @@ def _speedup_display(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(shown)
 
 
+def run_identity(r: TrainingRun) -> dict:
+    """A training run's row key: setting, variant, seed, rollouts per prompt n, and whether it is plain GRPO
+    (only plain runs show how cost scales with n; filtering and down-sampling change it)."""
+    return {
+        "setting": r.setting,
+        "variant": r.variant,
+        "seed": r.seed,
+        "n": r.config.get("n"),
+        "plain": not r.config.get("filter") and not r.config.get("downsample"),
+    }
+
+
 def cost_points(runs: Sequence[TrainingRun]) -> pd.DataFrame:
     """Per run: rollouts per prompt n, mean rollout / update seconds per step, mean prompt tokens per row."""
     rows = []
@@ -195,12 +207,7 @@ def cost_points(runs: Sequence[TrainingRun]) -> pd.DataFrame:
         costs = runstats.step_costs(r.metrics)
         rows.append(
             {
-                "setting": r.setting,
-                "variant": r.variant,
-                "seed": r.seed,
-                "n": r.config.get("n"),
-                # Only plain GRPO runs show how cost scales with n; filter/down-sampling change it.
-                "plain": not r.config.get("filter") and not r.config.get("downsample"),
+                **run_identity(r),
                 "gen_s": float(costs["gen_s"].mean()),
                 "update_s": float(costs["update_s"].mean()),
                 "prompt_tokens_per_row": float(costs["prompt_tokens_per_row"].mean()),
@@ -260,11 +267,7 @@ def dynamics_table(runs: Sequence[TrainingRun], *, n_bootstrap: int = 2000, seed
         )
         rows.append(
             {
-                "setting": r.setting,
-                "variant": r.variant,
-                "seed": r.seed,
-                "n": r.config.get("n"),
-                "plain": not r.config.get("filter") and not r.config.get("downsample"),
+                **run_identity(r),
                 "first_epoch": first.get("epoch"),
                 "first_epoch_groups": groups,
                 **{f"first_epoch_{t}": counts[t] for t in GROUP_TYPES},
