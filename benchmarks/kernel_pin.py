@@ -76,8 +76,9 @@ def run_once(work: Path, name: str, capability: str | None, shell: dict, samples
     if done.returncode:
         raise SystemExit(f"{name}: rc {done.returncode}\n{done.stderr[-2000:]}")
     record = json.loads(manifest.read_text())
-    report = json.loads((out / "warmstart_report.json").read_text())
-    wall = report.get("wall_s", record["wall_clock_s"])
+    # the warm start prints its report (with the training's own wall time) as its last JSON line
+    report = next(json.loads(line) for line in reversed(done.stdout.splitlines()) if line.startswith("{"))
+    wall = report["wall_s"]
     digest = hashlib.sha256((out / "model.safetensors").read_bytes()).hexdigest()
     return wall / tiny["sft_steps"], digest, record["machine"]
 
@@ -94,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     tiny = dict(config["model"]["tiny"], sft_steps=args.steps)
     tiny.pop("early_step", None)
     chosen = {k: v for k, v in settings().items() if not args.only or k in args.only}
+    if not chosen:
+        raise SystemExit(f"--only {args.only}: no such setting; the settings: {', '.join(settings())}")
     times: dict[str, list[float]] = {k: [] for k in chosen}
     digests: dict[str, set[str]] = {k: set() for k in chosen}
     caps: dict[str, str] = {}

@@ -11,6 +11,7 @@ from toolcall_repro.data.filters import ids_digest
 from toolcall_repro.data.split import partition
 from toolcall_repro.engines.local.prompts import answer_text, load_samples, render_prompt
 from toolcall_repro.engines.local.warmstart import lr_at, warm_start
+from toolcall_repro.eval.acebench.runner import model_sha256
 from toolcall_repro.protocol import load_chat_template
 from toolcall_repro.rewards import single_turn_reward
 
@@ -181,6 +182,10 @@ def test_warm_start_as_configured_twice_gives_bit_identical_weights(sample_files
     a, a_early = build("a")
     b, b_early = build("b")
     assert (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
+    # Every score card names the model by one sha256 over its folder: the whole folder is the same,
+    # not only the weights (a wall-clock figure in warmstart_report.json once moved every base score).
+    assert model_sha256(a) == model_sha256(b)
+    assert model_sha256(a_early) == model_sha256(b_early)
     assert (a_early / "model.safetensors").read_bytes() == (b_early / "model.safetensors").read_bytes()
     # The early snapshot is the same run two steps earlier: other weights, same tokenizer.
     assert (a_early / "tokenizer.json").read_text() == (a / "tokenizer.json").read_text()
