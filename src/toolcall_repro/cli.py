@@ -26,6 +26,11 @@ def main(argv: list[str] | None = None) -> int:
         "stage in DAG order, and why) or --write one",
         add_help=False,
     )
+    sub.add_parser(
+        "timing",
+        help="where a run's time goes: per rule, wall and CPU seconds of its jobs (from the benchmark files)",
+        add_help=False,
+    )
     c = sub.add_parser(
         "compare",
         help="compare run A (old) with run B (new), each a results tree or an archive: config changes, "
@@ -43,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         from toolcall_repro import digests
 
         return digests.main(rest)
+    if args.cmd == "timing":
+        from toolcall_repro import timing
+
+        return timing.main(rest)
     if rest:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "verify":

@@ -73,6 +73,19 @@ def test_every_stage_wrote_its_outputs(smoke_run, work, run_dir):
     assert m["inputs"] and m["outputs"] and m["cpu_s"] > 0 and m["git"]["commit"]
 
 
+def test_the_run_says_where_its_time_went(smoke_run, run_dir):
+    """The finished run printed and kept its per-rule time table (Snakefile `onsuccess`): every rule with
+    manifests is a row with as many jobs, and the rows' CPU seconds add up to the total."""
+    import pandas as pd
+
+    table = pd.read_csv(run_dir / "timing.csv").set_index("rule")
+    for rule_dir in (run_dir / "manifests").iterdir():
+        assert table.loc[rule_dir.name, "jobs"] == len(list(rule_dir.glob("*.json"))), rule_dir.name
+    assert table.drop("total")["cpu_s"].sum() == pytest.approx(table.loc["total", "cpu_s"], abs=0.1)
+    assert table.loc["total", "cpu_s"] > 0
+    assert "| total |" in (run_dir / "timing.md").read_text()
+
+
 def test_the_run_computes_what_the_committed_reference_says(smoke_run, run_dir):
     """The CI-size run's science digests (timing left out) against .test/expected/digests.json: same
     config, code and lock give the same bytes on any machine (engines.cpu_capability pins the kernels).
