@@ -66,3 +66,32 @@ def test_run_record_sums_manifests(run_dir):
     rec = provenance.run_record(run_dir, {"run_id": "demo"})
     assert rec["jobs"] == 1 and rec["wall_clock_s"] == 1.5
     assert rec["per_rule"]["rule_a"]["jobs"] == 1
+
+
+def test_model_sha256_is_the_folder_s_files_and_names_not_its_hidden_records(tmp_path):
+    import hashlib
+
+    model = tmp_path / "model"
+    (model / "sub").mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (model / "sub" / "w.bin").write_bytes(b"\x01\x02")
+    first = provenance.model_sha256(model)
+
+    def sha(b):
+        return hashlib.sha256(b).hexdigest()
+
+    # by hand: each file as "<relative posix name>\0<its sha256>\n", in name order
+    by_hand = hashlib.sha256(f"config.json\0{sha(b'{}')}\nsub/w.bin\0{sha(bytes([1, 2]))}\n".encode()).hexdigest()
+    assert first == by_hand
+    # Snakemake's timestamp and the Hub's download records (they hold times) leave it as it was
+    (model / ".snakemake_timestamp").write_text("")
+    (model / ".cache" / "huggingface").mkdir(parents=True)
+    (model / ".cache" / "huggingface" / "w.bin.metadata").write_text("etag\n1733270400.0\n")
+    assert provenance.model_sha256(model) == first
+    # a byte or a name moves it
+    (model / "sub" / "w.bin").write_bytes(b"\x01\x03")
+    assert provenance.model_sha256(model) != first
+    (model / "sub" / "w.bin").write_bytes(b"\x01\x02")
+    (model / "sub" / "w.bin").rename(model / "sub" / "v.bin")
+    assert provenance.model_sha256(model) != first
+    assert provenance.model_sha256(tmp_path / "Qwen" / "Qwen3-4B") is None  # not a folder: a hub id

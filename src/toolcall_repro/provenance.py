@@ -68,6 +68,24 @@ def checksums(paths: Iterable[str | Path]) -> dict[str, str]:
     return {str(f): sha256_file(f) for f in iter_files(paths)}
 
 
+def model_sha256(model_dir: str | Path) -> str | None:
+    """A model's identity on every score card (BFCL, ACEBench, held-out, general): one sha256 over the
+    folder's files, each as its relative POSIX name and its own sha256, in name order. Hidden paths (a
+    part starting with '.') are left out: Snakemake's `.snakemake_timestamp`, the Hub's
+    `.cache/huggingface` download records (with their timestamps) say nothing of the model. None when
+    `model_dir` is not a folder (a Hub id, an API model)."""
+    root = Path(model_dir)
+    if not root.is_dir():
+        return None
+    h = hashlib.sha256()
+    for f in sorted(q for q in root.rglob("*") if q.is_file()):
+        rel = f.relative_to(root).as_posix()
+        if any(part.startswith(".") for part in rel.split("/")):
+            continue
+        h.update(f"{rel}\0{sha256_file(f)}\n".encode())
+    return h.hexdigest()
+
+
 def package_versions(names: Iterable[str] = TRACKED_PACKAGES) -> dict[str, str | None]:
     versions: dict[str, str | None] = {}
     for name in names:

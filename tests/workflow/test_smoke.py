@@ -86,6 +86,20 @@ def test_the_run_says_where_its_time_went(smoke_run, run_dir):
     assert "| total |" in (run_dir / "timing.md").read_text()
 
 
+def test_every_benchmark_card_names_the_model_by_the_same_checksum(smoke_run, run_dir):
+    """BFCL, ACEBench, held-out and general cards of the base model carry one checksum, the folder's."""
+    from toolcall_repro.provenance import model_sha256
+
+    def card(rel):
+        return json.loads((run_dir / "eval" / rel).read_text())["card"]
+
+    want = model_sha256(run_dir / "models" / "base")
+    assert card("bfcl/base/default/seed0.json")["model"]["checkpoint_sha256"] == want
+    assert card("acebench/base/stronger/summary.json")["model"]["sha256"] == want
+    assert card("heldout/base/default/summary.json")["model"]["sha256"] == want
+    assert card("general/base/summary.json")["model_sha256"] == want
+
+
 def test_the_run_computes_what_the_committed_reference_says(smoke_run, run_dir):
     """The CI-size run's science digests (timing left out) against .test/expected/digests.json: same
     config, code and lock give the same bytes on any machine (engines.cpu_capability pins the kernels).

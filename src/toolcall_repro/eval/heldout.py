@@ -119,7 +119,8 @@ def run(
 
     torch.set_num_threads(max(1, threads))
     from toolcall_repro.backends import load_backend
-    from toolcall_repro.eval.acebench.runner import model_sha256, protocol_from_spec
+    from toolcall_repro.eval.acebench.runner import protocol_from_spec
+    from toolcall_repro.provenance import model_sha256
 
     spec = dict(protocol) if isinstance(protocol, dict) else load_config_arg(protocol)
     protocol, protocol_id = protocol_from_spec(spec, seeds[0])

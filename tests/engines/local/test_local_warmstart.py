@@ -11,8 +11,8 @@ from toolcall_repro.data.filters import ids_digest
 from toolcall_repro.data.split import partition
 from toolcall_repro.engines.local.prompts import answer_text, load_samples, render_prompt
 from toolcall_repro.engines.local.warmstart import lr_at, warm_start
-from toolcall_repro.eval.acebench.runner import model_sha256
 from toolcall_repro.protocol import load_chat_template
+from toolcall_repro.provenance import model_sha256
 from toolcall_repro.rewards import single_turn_reward
 
 

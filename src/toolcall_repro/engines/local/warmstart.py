@@ -240,7 +240,7 @@ def build_base_model(
         "excluded_ids_sha256": ids_digest(reserved),
     }
     # The model folder holds what the seed and data decide, nothing timed: every score card names the
-    # model by one sha256 over this folder (eval.acebench.runner.model_sha256), so a wall-clock figure
+    # model by one sha256 over this folder (provenance.model_sha256), so a wall-clock figure
     # here made every base-model score file differ from run to run. The time goes to the log (and the
     # manifest records the job's).
     kept = {k: v for k, v in report.items() if k != "wall_s"}

@@ -22,6 +22,7 @@ from toolcall_repro.eval.acebench.prompts import PROMPT_SET_ID, prompt_set_sha25
 from toolcall_repro.eval.acebench.scoring import FORMULA, score_category, summarise
 from toolcall_repro.eval.acebench.simulator import UserSimulator
 from toolcall_repro.protocol import Protocol, protocol_card, render
+from toolcall_repro.provenance import model_sha256
 
 # ((chat messages, tools) per prompt, seed) -> one generation per prompt, each with .text, .prompt_tokens,
 # .completion_tokens (backends.Generation); the backend derives each prompt's seed from (seed, its index)
@@ -182,20 +183,6 @@ def run_categories(
                 f" checker, {score['fixed']['accuracy']:.3f} fixed"
             )
     return scores, raw, tokens
-
-
-def model_sha256(model_dir: str | Path) -> str | None:
-    """One sha256 over the model folder's files (relative names and bytes)."""
-    root = Path(model_dir)
-    if not root.is_dir():
-        return None
-    h = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        h.update(str(path.relative_to(root)).encode() + b"\0")
-        with open(path, "rb") as f:
-            while block := f.read(1 << 20):
-                h.update(block)
-    return h.hexdigest()
 
 
 def data_source(data_dir: str | Path) -> dict | None:

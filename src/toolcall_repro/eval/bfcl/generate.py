@@ -30,6 +30,7 @@ from toolcall_repro.eval.bfcl.handler import ProtocolQwenHandler, build_handler,
 from toolcall_repro.eval.bfcl.score import EXCLUDED_CATEGORIES, INFERENCE_ERROR_PREFIX, check_categories
 from toolcall_repro.io import atomic_write_json
 from toolcall_repro.protocol import Protocol, protocol_card, render
+from toolcall_repro.provenance import model_sha256, sha256_file
 
 CARD_FILE = "card.json"
 EXPECTED_IDS_FILE = "expected_ids.json"
@@ -58,23 +59,6 @@ def select_entries(categories: list[str], limit: int | dict | None) -> dict[str,
     return out
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
-
-
-def tree_sha256(root: str | Path) -> str:
-    """One digest over every file below `root` (relative path + content), order-independent."""
-    root = Path(root)
-    h = hashlib.sha256()
-    for f in sorted(p for p in root.rglob("*") if p.is_file()):
-        h.update(f"{f.relative_to(root).as_posix()}\0{_sha256_file(f)}\n".encode())
-    return h.hexdigest()
-
-
 def data_fingerprint(categories: list[str]) -> dict:
     """sha256 of every bfcl-eval data file the categories read (prompts, answers, multi-turn tool docs)."""
     files = []
@@ -85,7 +69,7 @@ def data_fingerprint(categories: list[str]) -> dict:
             files.append(answer)
     if any(is_multi_turn(c) for c in categories):
         files.extend(sorted((PROMPT_PATH / "multi_turn_func_doc").glob("*.json")))
-    shas = {f.relative_to(PROMPT_PATH).as_posix(): _sha256_file(f) for f in files}
+    shas = {f.relative_to(PROMPT_PATH).as_posix(): sha256_file(f) for f in files}
     combined = hashlib.sha256("".join(f"{k}\0{v}\n" for k, v in sorted(shas.items())).encode()).hexdigest()
     return {"sha256": combined, "files": shas}
 
@@ -171,7 +155,7 @@ def generation_card(
         model={
             "tag": model_tag,
             "dir": str(model_dir),
-            "checkpoint_sha256": tree_sha256(model_dir),
+            "checkpoint_sha256": model_sha256(model_dir),
             "bfcl_registry_name": registry_name,
         },
         backend_version=_backend_version(protocol.backend),

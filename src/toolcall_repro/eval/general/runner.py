@@ -10,7 +10,6 @@ Output directory:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -22,7 +21,7 @@ import yaml
 from toolcall_repro.data.schema import read_samples
 from toolcall_repro.eval.general.tasks import LOCAL_TASK, expand_tasks, local_task_config, tool_choice_docs
 from toolcall_repro.io import atomic_write_json, atomic_write_text, write_jsonl
-from toolcall_repro.provenance import checksums, package_versions, sha256_file
+from toolcall_repro.provenance import model_sha256, package_versions, sha256_file
 
 BACKENDS = ("hf", "vllm")
 SKIP_KEYS = {"alias", "name", "sample_len", " ", ""}
@@ -66,12 +65,6 @@ def harness_metrics(results: dict, tasks: Sequence[str]) -> list[dict]:
                 }
             )
     return out
-
-
-def model_sha256(model_dir: str | Path) -> str:
-    """One sha256 over every file of the model directory (names relative to it)."""
-    sums = {str(Path(p).relative_to(model_dir)): s for p, s in checksums([model_dir]).items()}
-    return hashlib.sha256(json.dumps(sums, sort_keys=True).encode()).hexdigest()
 
 
 def build_local_task(data_files: Sequence[str], out_dir: Path, *, seed: int, num_choices: int) -> dict:
