@@ -110,13 +110,13 @@ def test_size_report_names_every_part(run_dir, tmp_path):
 def test_the_cli_prints_the_size_by_part(run_dir, tmp_path, capsys):
     out = tmp_path / "demo.tar.gz"
     assert (
-        provenance.main(["archive", "--run-dir", str(run_dir), "--out", str(out), "--weights", "none"]) == 0
+        archive.main(["pack", "--run-dir", str(run_dir), "--out", str(out), "--weights", "none"]) == 0
     )
     printed = capsys.readouterr().out
     assert "resume checkpoints" in printed and "left out" in printed
     assert cli.main(["verify", str(out)]) == 0
     with pytest.raises(SystemExit):
-        provenance.main(["archive", "--run-dir", str(run_dir), "--out", str(out), "--weights", "some"])
+        archive.main(["pack", "--run-dir", str(run_dir), "--out", str(out), "--weights", "some"])
 
 
 def test_same_tree_gives_the_same_bytes(run_dir, tmp_path):

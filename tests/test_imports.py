@@ -28,3 +28,59 @@ def test_module_imports(name):
         # a third-party package of the verl env; never one of our own modules
         if not (name.startswith(VERL_ONLY) and e.name and not e.name.startswith("toolcall_repro")):
             raise
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the package's modules it imports (top-level and inside functions), read from the source."""
+    import ast
+    from pathlib import Path
+
+    root = Path(toolcall_repro.__file__).parent
+    files = {}
+    for f in root.rglob("*.py"):
+        parts = list(f.relative_to(root.parent).with_suffix("").parts)
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
+
+    def owner(name: str) -> str:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for mod, f in files.items():
+        package = mod if f.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                names = [base, *(f"{base}.{a.name}" for a in node.names)]
+            else:
+                continue
+            for name in names:
+                target = owner(name) if name.startswith("toolcall_repro") else ""
+                # a package and its own submodules import each other by design (__init__ re-exports)
+                if target and target != mod and not mod.startswith(target + ".") and not target.startswith(mod + "."):
+                    graph[mod].add(target)
+    return graph
+
+
+def test_no_two_modules_import_each_other_even_through_others():
+    """An import loop (even one hidden in a function-level import) means two modules are one: the
+    dependency runs one way, from the CLI and workflow glue down to the pure functions."""
+    graph = import_graph()
+    loops = []
+    for start in sorted(graph):
+        seen, stack = set(), [(start, [start])]
+        while stack:
+            node, path = stack.pop()
+            for nxt in sorted(graph[node]):
+                if nxt == start:
+                    loops.append(" -> ".join([*path, start]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*path, nxt]))
+    assert not loops, "import loops:\n" + "\n".join(sorted(set(loops))[:10])

@@ -8,7 +8,7 @@ import yaml
 
 from toolcall_repro import preflight
 from toolcall_repro.eval.acebench.data import resolve_categories
-from toolcall_repro.runconfig import validate_config
+from toolcall_repro.preflight import validate_config
 
 REPO = Path(__file__).resolve().parents[1]
 SHA = "0123456789abcdef0123456789abcdef01234567"

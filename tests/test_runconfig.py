@@ -12,6 +12,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from toolcall_repro import preflight
 from toolcall_repro import runconfig as rc
 from toolcall_repro.rl import LOSS_AGG_MODES, SCOPES, SELECTIONS, SEMANTICS
 from toolcall_repro.rl.loss import agg_loss
@@ -62,10 +63,10 @@ def test_the_local_loss_modes_are_what_agg_loss_implements():
 def test_shipped_configs_pass_and_compose_every_run(path):
     cfg = load(path)
     if path == "config/paper.yaml":  # ships `main` revisions: refused until pinned or opted out (preflight)
-        (problem,) = rc.validate_config(cfg)
+        (problem,) = preflight.validate_config(cfg)
         assert "allow_unpinned_revisions" in problem
         cfg["allow_unpinned_revisions"] = True
-    assert rc.validate_config(cfg) == []
+    assert preflight.validate_config(cfg) == []
     for dataset, variant, _ in rc.dag_runs(cfg):
         run = rc.parse_run(rc.compose_run(cfg, dataset, variant), cfg["engines"]["training"])
         assert run.setting == rc.dataset_setting(cfg, dataset) and run.variant == variant
@@ -91,7 +92,7 @@ def test_m_above_n_names_the_variant_key_the_value_and_the_range():
     cfg["train"]["variants"]["efficient"]["downsample"]["m"] = 12
     validate(copy.deepcopy(cfg), str(SCHEMA_PATH))  # one key at a time it is fine: a cross-key rule
     with pytest.raises(rc.ConfigError) as err:
-        rc.check_config(cfg)
+        preflight.check_config(cfg)
     msg = short(str(err.value))
     assert "train.variants.efficient.downsample.m must be an int in [2, n=8]" in msg
     assert "got 12" in msg and "train.settings.single_turn.n: 8" in msg
@@ -101,12 +102,12 @@ def test_a_verl_only_loss_mode_is_refused_on_the_local_engine_only():
     cfg = load()
     cfg["train"]["settings"]["single_turn"]["loss_agg"] = "seq-mean-token-sum"
     validate(copy.deepcopy(cfg), str(SCHEMA_PATH))
-    msg = short("\n".join(rc.validate_config(cfg)))
+    msg = short("\n".join(preflight.validate_config(cfg)))
     assert "train.settings.single_turn.loss_agg must be one of ('token-mean', 'seq-mean-token-mean')" in msg
     assert "got 'seq-mean-token-sum'" in msg and "only engines.training verl" in msg
     paper = {**load("config/paper.yaml"), "allow_unpinned_revisions": True}
     paper["train"]["settings"]["single_turn"]["loss_agg"] = "seq-mean-token-sum"
-    assert rc.validate_config(paper) == []
+    assert preflight.validate_config(paper) == []
 
 
 def test_a_top_level_typo_is_one_line_naming_it_and_the_allowed_keys():
@@ -141,7 +142,7 @@ def test_cross_key_rules_name_the_key(change, named):
     cfg["train"]["efficiency"]["runs"]["single_turn"]["vanilla_n4"] = [0]
     change(cfg)
     validate(copy.deepcopy(cfg), str(SCHEMA_PATH))
-    msg = short("\n".join(rc.validate_config(cfg)))
+    msg = short("\n".join(preflight.validate_config(cfg)))
     assert named in msg
 
 
@@ -151,7 +152,7 @@ def test_an_empty_seed_list_leaves_a_variant_out_of_the_efficiency_experiment():
     runs = cfg["train"]["efficiency"]["runs"]["multi_turn"]
     runs["efficient_n16"] = []
     assert rc.schema_problem(cfg, SCHEMA) is None
-    assert rc.validate_config(cfg) == []
+    assert preflight.validate_config(cfg) == []
     dag = {(d, v) for d, v, _ in rc.dag_runs(cfg)}
     assert ("multi_turn", "efficient_n16") not in dag
     assert ("multi_turn", "vanilla_n16") in dag
@@ -161,7 +162,7 @@ def test_all_wrong_k_is_accepted_as_both_engines_accept_it():
     cfg = load()
     cfg["train"]["variants"]["filter_only"]["filter"]["all_wrong_k"] = 2
     validate(copy.deepcopy(cfg), str(SCHEMA_PATH))
-    assert rc.validate_config(cfg) == []
+    assert preflight.validate_config(cfg) == []
     run = rc.parse_run(rc.compose_run(cfg, "single_turn", "filter_only"))
     assert run.filter == rc.FilterConfig(k=1, probe_every=2, probe_fraction=0.0, all_wrong_k=2)
 
@@ -170,10 +171,10 @@ def test_verl_batch_geometry_is_checked_before_any_job():
     cfg = {**load("config/paper.yaml"), "allow_unpinned_revisions": True}
     cfg["train"]["verl"]["gpus_per_node"] = 6  # 128 x 8 rows do not split over 6 / ... ranks
     cfg["train"]["verl"]["tensor_parallel"] = 4
-    msg = short("\n".join(rc.validate_config(cfg)))
+    msg = short("\n".join(preflight.validate_config(cfg)))
     assert "train.verl with run" in msg and "tensor_parallel=4 must divide gpus_per_node=6" in msg
     del cfg["train"]["verl"]  # the workflow's default then gives the job no GPU
-    assert "gpus_per_node >= 1" in "\n".join(rc.validate_config(cfg))
+    assert "gpus_per_node >= 1" in "\n".join(preflight.validate_config(cfg))
 
 
 def test_engine_specific_limits_of_the_typed_config():
@@ -234,5 +235,5 @@ def test_the_gpu_type_is_a_site_setting_not_a_config_key():
     cfg = {**load("config/paper.yaml"), "allow_unpinned_revisions": True}
     assert "gpu_model" not in cfg["train"]["verl"]
     cfg["train"]["verl"]["gpu_model"] = "a100"
-    msg = short("\n".join(rc.validate_config(cfg)))
+    msg = short("\n".join(preflight.validate_config(cfg)))
     assert "train.verl.gpu_model is a site setting now" in msg and "profiles/slurm/config.yaml" in msg

@@ -298,3 +298,33 @@ def verify_archive(archive: str | Path) -> list[str]:
                 problems.append(f"{m.name}: checksum differs")
         problems += [f"{n}: listed but missing" for n in sorted(set(expected) - seen)]
     return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m toolcall_repro.archive pack|verify` (`toolcall-repro verify` is the user's way in)."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m toolcall_repro.archive")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("pack", help="pack a run directory into a checksummed tar.gz (archive policy)")
+    a.add_argument("--run-dir", required=True)
+    a.add_argument("--out", required=True)
+    a.add_argument("--extra", nargs="*", default=[])
+    a.add_argument("--weights", choices=WEIGHTS_CHOICES, default="final")
+    v = sub.add_parser("verify", help="re-check every checksum in an archive")
+    v.add_argument("archive")
+    args = p.parse_args(argv)
+    if args.cmd == "pack":
+        archive_run(args.run_dir, args.out, args.extra, weights=args.weights)
+        return 0
+    problems = verify_archive(args.archive)
+    for line in problems:
+        print(line)
+    print(f"{args.archive}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
+    return 0 if not problems else 1
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from toolcall_repro import compare, provenance
+from toolcall_repro import archive, compare
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if rest:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "verify":
-        return provenance.main(["verify", args.archive])
+        return archive.main(["verify", args.archive])
     if args.cmd == "compare":
         try:
             text = compare.write_comparison(args.a, args.b, args.out)

@@ -1,7 +1,9 @@
 """What a run must settle before its first job, beyond one training run's keys (runconfig.py).
 
-Each check returns problems (one string each, naming the config keys, their values and what is allowed);
-`runconfig.validate_config` adds them to the dry-run's. Paper scale is `engines.training: verl`: the run
+Each check returns problems (one string each, naming the config keys, their values and what is allowed).
+`validate_config` here is the dry-run's whole check: the stages' rules and every training run the DAG
+builds (runconfig), verl's batch geometry (engines.verl.hydra), then these; `check_config` raises it as
+one short error (workflow common.smk calls it before any job). Paper scale is `engines.training: verl`: the run
 that takes cluster time, so the one whose inputs must be pinned and whose jobs must work offline.
 """
 
@@ -10,6 +12,17 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+
+from toolcall_repro.engines.verl import hydra  # torch-free: the batch geometry verl will need
+from toolcall_repro.runconfig import (
+    SETTINGS,
+    ConfigError,
+    compose_sources,
+    dag_runs,
+    must,
+    run_problems,
+    stage_problems,
+)
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 # The explicit opt-out of pinning, for exploratory runs (a real paper run pins every revision).
@@ -189,3 +202,55 @@ def thinking_problems(config: Mapping) -> list[str]:
 def problems(config: Mapping) -> list[str]:
     """Every preflight problem of a config that passed the schema (empty: none)."""
     return pin_problems(config) + simulator_problems(config) + thinking_problems(config)
+
+
+def validate_config(config: Mapping) -> list[str]:
+    """Every cross-key problem (empty: none), each naming its key: the stages' rules (`stage_problems`),
+    then every training run the DAG builds, with the training engine's limits, then what a run must settle
+    before its first job (`problems` below: pinned revisions and an offline simulator at paper scale).
+
+    Needs a config that passed the JSON Schema (types and single-key limits are its job: `schema_problem`).
+    """
+    engine = config["engines"]["training"]
+    variants = config["train"]["variants"]
+    out: list[str] = stage_problems(config)
+    for dataset, variant, asked in dag_runs(config):
+        if dataset not in SETTINGS and not dataset.startswith("format_") and dataset != "tooln1":
+            out.append(must(f"{asked}.setting", f"one of {SETTINGS}", dataset))
+            continue
+        if variant not in variants:
+            out.append(must(asked, f"a variant of train.variants {sorted(variants)}", variant))
+            continue
+        run, where = compose_sources(config, dataset, variant)
+        out += run_problems(run, engine, where)
+        if engine == "verl" and not out:
+            out += _verl_problems(run, _job_verl(config), f"{dataset}/{variant}")
+    out += problems(config)
+    return list(dict.fromkeys(out))  # one variant read by two settings: one line
+
+
+def _job_verl(config: Mapping) -> dict:
+    """train.verl as a training job gets it (workflow common.smk: VERL, train_resources' nodes)."""
+    verl = dict(config["train"].get("verl") or {"nodes": 1, "gpus_per_node": 0})
+    nodes = (config.get("resources") or {}).get("train", {}).get("nodes")
+    return {**verl, "nodes": nodes} if nodes is not None else verl
+
+
+def _verl_problems(run: Mapping, verl: Mapping | None, label: str) -> list[str]:
+    """verl's batch geometry (engines.verl.hydra.geometry: rows split over mini-batches and GPUs)."""
+    try:
+        hydra.geometry(run, verl)
+        hydra.max_steps(run)
+    except ConfigError as err:
+        return [f"train.verl with run {label}: {err}"]
+    return []
+
+
+def check_config(config: Mapping, limit: int = 5) -> None:
+    """`validate_config` as one short `ConfigError` (at most `limit` lines of problems)."""
+    problems = validate_config(config)
+    if problems:
+        lines = problems[:limit] + (
+            [f"... and {len(problems) - limit} more"] if len(problems) > limit else []
+        )
+        raise ConfigError("bad config (checked before any job):\n  " + "\n  ".join(lines))

@@ -211,40 +211,17 @@ def _per_rule(manifests: list[dict]) -> dict[str, dict]:
     return out
 
 
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from toolcall_repro import archive  # archive builds on this module's checksums
-
+def main(argv: list[str] | None = None) -> int:
+    """`python -m toolcall_repro.provenance record`: the run-level record (archives: `toolcall_repro.archive`)."""
     p = argparse.ArgumentParser(prog="python -m toolcall_repro.provenance")
     sub = p.add_subparsers(dest="cmd", required=True)
     rec = sub.add_parser("record", help="write the run-level provenance record")
     rec.add_argument("--run-dir", required=True)
     rec.add_argument("--config", required=True, help="the whole config as JSON")
     rec.add_argument("--out", required=True)
-    a = sub.add_parser("archive", help="pack a run directory into a checksummed tar.gz (archive policy)")
-    a.add_argument("--run-dir", required=True)
-    a.add_argument("--out", required=True)
-    a.add_argument("--extra", nargs="*", default=[])
-    a.add_argument("--weights", choices=archive.WEIGHTS_CHOICES, default="final")
-    v = sub.add_parser("verify", help="re-check every checksum in an archive")
-    v.add_argument("archive")
-    return p.parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from toolcall_repro import archive  # archive builds on this module's checksums
-
-    args = _parse_args(argv)
-    if args.cmd == "record":
-        write_record(args.run_dir, json.loads(args.config), args.out)
-        return 0
-    if args.cmd == "archive":
-        archive.archive_run(args.run_dir, args.out, args.extra, weights=args.weights)
-        return 0
-    problems = archive.verify_archive(args.archive)
-    for line in problems:
-        print(line)
-    print(f"{args.archive}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
-    return 0 if not problems else 1
+    args = p.parse_args(argv)
+    write_record(args.run_dir, json.loads(args.config), args.out)
+    return 0
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 A run is `train.settings.<setting>` merged with `train.variants.<variant>` (`compose_run`, which the
 workflow's `run_config` calls). `parse_run` turns that dict into a `RunConfig` for one engine;
-`validate_config` checks every run the DAG builds before any job, so a bad config fails in
+`preflight.validate_config` checks every run the DAG builds before any job, so a bad config fails in
 `snakemake -n` with a few lines naming the key, the value and what is allowed.
 
 The allowed values have one home each: selections, advantage scopes and filter semantics are the RL
@@ -351,62 +351,6 @@ def stage_problems(config: Mapping) -> list[str]:
             "rerun rewrites: choose a folder outside it (default results/archives)"
         )
     return out
-
-
-def validate_config(config: Mapping) -> list[str]:
-    """Every cross-key problem (empty: none), each naming its key: the stages' rules (`stage_problems`),
-    then every training run the DAG builds, with the training engine's limits, then what a run must settle
-    before its first job (`preflight`: pinned revisions at paper scale).
-
-    Needs a config that passed the JSON Schema (types and single-key limits are its job: `schema_problem`).
-    """
-    engine = config["engines"]["training"]
-    variants = config["train"]["variants"]
-    out: list[str] = stage_problems(config)
-    for dataset, variant, asked in dag_runs(config):
-        if dataset not in SETTINGS and not dataset.startswith("format_") and dataset != "tooln1":
-            out.append(must(f"{asked}.setting", f"one of {SETTINGS}", dataset))
-            continue
-        if variant not in variants:
-            out.append(must(asked, f"a variant of train.variants {sorted(variants)}", variant))
-            continue
-        run, where = compose_sources(config, dataset, variant)
-        out += run_problems(run, engine, where)
-        if engine == "verl" and not out:
-            out += _verl_problems(run, _job_verl(config), f"{dataset}/{variant}")
-    from toolcall_repro import preflight
-
-    out += preflight.problems(config)
-    return list(dict.fromkeys(out))  # one variant read by two settings: one line
-
-
-def _job_verl(config: Mapping) -> dict:
-    """train.verl as a training job gets it (workflow common.smk: VERL, train_resources' nodes)."""
-    verl = dict(config["train"].get("verl") or {"nodes": 1, "gpus_per_node": 0})
-    nodes = (config.get("resources") or {}).get("train", {}).get("nodes")
-    return {**verl, "nodes": nodes} if nodes is not None else verl
-
-
-def _verl_problems(run: Mapping, verl: Mapping | None, label: str) -> list[str]:
-    """verl's batch geometry (engines.verl.hydra.geometry: rows split over mini-batches and GPUs)."""
-    from toolcall_repro.engines.verl import hydra  # torch-free; imports this module
-
-    try:
-        hydra.geometry(run, verl)
-        hydra.max_steps(run)
-    except ConfigError as err:
-        return [f"train.verl with run {label}: {err}"]
-    return []
-
-
-def check_config(config: Mapping, limit: int = 5) -> None:
-    """`validate_config` as one short `ConfigError` (at most `limit` lines of problems)."""
-    problems = validate_config(config)
-    if problems:
-        lines = problems[:limit] + (
-            [f"... and {len(problems) - limit} more"] if len(problems) > limit else []
-        )
-        raise ConfigError("bad config (checked before any job):\n  " + "\n  ".join(lines))
 
 
 def schema_problem(config: Mapping, schema: Mapping) -> str | None:

@@ -68,7 +68,7 @@ def test_acebench_source_needs_its_keys(acebench, named):
 
 def test_m_above_n_fails_the_dry_run_in_a_few_lines(tmp_path, smk, make_config):
     """A cross-key rule (m <= n) the schema cannot see: `snakemake -n` exits before any job with the key,
-    the value and the allowed range, not the schema and config dump (runconfig.check_config)."""
+    the value and the allowed range, not the schema and config dump (preflight.check_config)."""
     over = {"train": {"variants": {"efficient": {"downsample": {"m": 12}}}}}
     cfg = make_config(tmp_path, "config/config.yaml", over)
     res = smk("-n", "--nolock", "--configfile", str(cfg))

@@ -5,12 +5,16 @@ import posixpath
 import yaml
 
 from toolcall_repro.archive import archive_name, code_tag
-from toolcall_repro.preflight import eval_model, filter_policy_model, thinking_of
+from toolcall_repro.preflight import (
+    check_config,
+    eval_model,
+    filter_policy_model,
+    thinking_of,
+)
 from toolcall_repro.provenance import config_hash
 from toolcall_repro.runconfig import (
     SETTINGS,
     ConfigError,
-    check_config,
     compose_run,
     dataset_setting as _dataset_setting,
     schema_problem,
@@ -22,12 +26,12 @@ report: "../report/workflow.rst"
 
 # A bad config fails here, before any job, in a few lines naming the key, the value and what is allowed:
 # the schema (one key at a time; its first complaint, not the schema and config dump), then every
-# training run the DAG builds (cross-key rules: m <= n, engine limits, probe schedule; runconfig.py).
+# training run the DAG builds (cross-key rules: m <= n, engine limits, probe schedule; preflight.py).
 with open(os.path.join(workflow.basedir, "schemas", "config.schema.yaml")) as f:
     _problem = schema_problem(config, yaml.safe_load(f))
 if _problem:
     raise ConfigError(_problem)
-check_config(config)  # every cross-key rule (runconfig.validate_config)
+check_config(config)  # every cross-key rule (preflight.validate_config)
 
 
 RUN = os.path.join("results", config["run_id"])
