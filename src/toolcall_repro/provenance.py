@@ -78,7 +78,7 @@ def model_sha256(model_dir: str | Path) -> str | None:
     if not root.is_dir():
         return None
     h = hashlib.sha256()
-    for f in sorted(q for q in root.rglob("*") if q.is_file()):
+    for f in iter_files([root]):
         rel = f.relative_to(root).as_posix()
         if any(part.startswith(".") for part in rel.split("/")):
             continue
