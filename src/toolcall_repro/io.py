@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 
+def compact_json(obj: object) -> str:
+    """One line of JSON with sorted keys and no spaces: the form a job spec travels in (params.job)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
 class JsonlError(ValueError):
     """A line that is not a JSON object; `detail` says why without the file and line."""
 

@@ -155,6 +155,58 @@ class Job:
         return self.output.get("manifest")
 
 
+# --- the rule side: what a rule's params hold (workflow/rules/common.smk) ----------------------------------
+
+
+def job_param(stage, *, cpu_capability, config=None, seeds=None, gpus=None, rule=None, **options):
+    """A rule's params.job: a function of the wildcards returning the job spec as JSON.
+
+    config (the subtree the stage reads and the manifest records), seeds, every option and gpus are
+    values or functions of the wildcards, and of nothing else: Snakemake records a param for its rerun
+    trigger only when its function does not read input, output, threads or resources, so a changed knob
+    reruns the jobs that read it. The paths travel in params.files (`files_param`). `rule` names a job
+    that has no manifest output; gpus overrides resources.gpu.
+    """
+    from toolcall_repro.io import compact_json
+
+    def value(v, w):
+        return v(w) if callable(v) else v
+
+    def spec(wildcards):
+        out = {
+            "stage": stage,
+            "config": value(config, wildcards),
+            "seeds": value(seeds, wildcards) or {},
+            "options": {"cpu_capability": cpu_capability, **{k: value(v, wildcards) for k, v in options.items()}},
+        }
+        if gpus is not None:
+            out["gpus"] = int(value(gpus, wildcards))
+        if rule:
+            out["rule"] = rule
+        return compact_json(out)
+
+    return spec
+
+
+def files_param(wildcards, input, output, resources):
+    """A rule's params.files: its own named input and output, every path (named or not), the GPUs it
+    holds (resources.gpu), and its name from output.manifest (manifests/<rule>/<key>.json)."""
+    from toolcall_repro.io import compact_json
+
+    def named(files):
+        return {k: v if isinstance(v, str) else list(v) for k, v in files.items()}
+
+    out = {
+        "input": named(input),
+        "output": named(output),
+        "files": {"input": list(input), "output": list(output)},
+        "gpus": int(resources.get("gpu", 0) or 0),
+    }
+    if "manifest" in output.keys():
+        out["rule"] = Path(output.manifest).parent.name
+    return compact_json(out)
+
+
 def stage_function(stage: str) -> Callable[[Job], object]:
     module, _, name = STAGES[stage].partition(":")
     return getattr(importlib.import_module(module), name)

@@ -259,9 +259,31 @@ def make_run(root: Path, run_id: str = "toy") -> Path:
     return run
 
 
+def units(run: Path) -> dict:
+    """The units make_run wrote, as the experiment object names them (Experiment.analysis_units)."""
+
+    def score(benchmark, model, protocol, kind="summary"):
+        folder = [model] if protocol is None else [model, protocol]
+        return {"benchmark": benchmark, "model": model, "protocol": protocol, "kind": kind,
+                "path": str(run.joinpath("eval", benchmark, *folder, f"{kind}.json"))}  # fmt: skip
+
+    scores = [score("bfcl", m, p) for m, p in SCORES]
+    scores += [score("heldout", m, p, k) for m, p in SCORES for k in ("summary", "variance")]
+    scores += [score("bfcl", "base", "default", "variance"), score("acebench", "base", "stronger")]
+    scores += [score("general", m, None) for m in ("base", "rl-multi")]
+    runs = [{"dataset": "single_turn", "variant": v, "seed": None, "dir": str(run / "train" / "single_turn" / v)}
+            for v in RUNS]  # fmt: skip
+    return {"scores": scores, "runs": runs}
+
+
 @pytest.fixture
 def run_dir(tmp_path) -> Path:
     return make_run(tmp_path)
+
+
+@pytest.fixture
+def run_units(run_dir) -> dict:
+    return units(run_dir)
 
 
 @pytest.fixture

@@ -158,14 +158,14 @@ def test_every_claim_of_the_issue_has_a_fixed_test():
         assert set(cl["test"]["tables"].values()) <= set(report.TABLE_NAMES)
 
 
-def _card(run_dir, pipeline_check: bool):
-    res = report.RunResults(run_dir)
+def _card(run_dir, run_units, pipeline_check: bool):
+    res = report.RunResults(run_dir, run_units)
     built = report.build_tables(res, {"pipeline_check": pipeline_check})
     return report.build_scorecard(res, built, {"pipeline_check": pipeline_check}).frame.set_index("claim")
 
 
-def test_scorecard_at_paper_scale_reads_bfcl(run_dir):
-    card = _card(run_dir, pipeline_check=False)
+def test_scorecard_at_paper_scale_reads_bfcl(run_dir, run_units):
+    card = _card(run_dir, run_units, pipeline_check=False)
     assert len(card) == len(c.load_claims()["claims"])
     # stronger 35, context 28 in every seed: +7 [7, 7], the paper's 6-8: reproduced, read from `template`
     row = card.loc["template_native"]
@@ -191,8 +191,8 @@ def test_scorecard_at_paper_scale_reads_bfcl(run_dir):
     assert "n sweep" in card.loc["update_grows_with_n", "reason"]
 
 
-def test_scorecard_on_a_pipeline_check_reads_the_held_out_studies_and_compares_no_sizes(run_dir):
-    card = _card(run_dir, pipeline_check=True)
+def test_scorecard_on_a_pipeline_check_reads_the_held_out_studies_and_compares_no_sizes(run_dir, run_units):
+    card = _card(run_dir, run_units, pipeline_check=True)
     row = card.loc["template_native"]
     assert (row["table"], row["verdict"]) == ("template_heldout", c.DIRECTION_ONLY)
     assert "stands in for BFCL" in row["reason"]
@@ -200,8 +200,8 @@ def test_scorecard_on_a_pipeline_check_reads_the_held_out_studies_and_compares_n
     assert "pipeline check" in card.loc["rl_gain_acebench", "reason"]
 
 
-def test_scorecard_is_written_first_in_the_index(run_dir, tmp_path):
-    res = report.RunResults(run_dir)
+def test_scorecard_is_written_first_in_the_index(run_dir, tmp_path, run_units):
+    res = report.RunResults(run_dir, run_units)
     built = report.build_tables(res, {"pipeline_check": True})
     card = report.build_scorecard(res, built, {"pipeline_check": True})
     report.write_tables(built, tmp_path, card)
@@ -214,8 +214,8 @@ def test_scorecard_is_written_first_in_the_index(run_dir, tmp_path):
     assert "[template_heldout](md/template_heldout.md)" in (tmp_path / "claims.md").read_text()
 
 
-def test_paper_columns_at_paper_scale_only(run_dir):
-    res = report.RunResults(run_dir)
+def test_paper_columns_at_paper_scale_only(run_dir, run_units):
+    res = report.RunResults(run_dir, run_units)
     paper = {t.name: t for t in report.build_tables(res, {"pipeline_check": False})}
     t4 = paper["table4_bfcl"].frame.set_index(["model", "protocol"])
     # ours 20.0 (base, default) against the paper's 22.7; 40.0 (RL, stronger) against 39.4

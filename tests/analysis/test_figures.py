@@ -12,21 +12,21 @@ from matplotlib.figure import Figure
 
 from toolcall_repro.analysis import figures, report
 
-# The shape the report rules pass: the evaluate subtree (studies, general) and the training runs.
-CONFIG = json.dumps(
-    {
-        "evaluate": {
-            "studies": {"table4": {"models": ["base", "rl-multi"], "protocols": ["default", "stronger"]}},
-            "general": {"models": ["base", "rl-multi"]},
-        },
-        "runs": [["single_turn", "vanilla"], ["single_turn", "efficient"]],
-    }
-)
+# The shape the report rules pass: the evaluate subtree (studies, general) and the experiment's units.
+EVALUATE = {
+    "studies": {"table4": {"models": ["base", "rl-multi"], "protocols": ["default", "stronger"]}},
+    "general": {"models": ["base", "rl-multi"]},
+}
 
 
 @pytest.fixture
-def built(run_dir):
-    res = report.RunResults(run_dir)
+def config(run_units) -> str:
+    return json.dumps({"evaluate": EVALUATE, **run_units})
+
+
+@pytest.fixture
+def built(run_dir, run_units):
+    res = report.RunResults(run_dir, run_units)
     cfg = {
         "studies": {
             "seed_variance": {"models": ["base"], "protocols": ["default"]},
@@ -60,11 +60,11 @@ def test_accuracy_figure_marks_the_matched_point(built):
 
 def test_figure_without_data_is_a_placeholder_not_a_crash(tmp_path):
     (tmp_path / "empty").mkdir()
-    figs = report.build_figures(report.RunResults(tmp_path / "empty"), {})
+    figs = report.build_figures(report.RunResults(tmp_path / "empty", {}), {})
     assert all(isinstance(f.figure, Figure) for f in figs)
 
 
-def test_cli_writes_tables_figures_and_indexes(run_dir, tmp_path):
+def test_cli_writes_tables_figures_and_indexes(run_dir, tmp_path, config):
     for what in ("tables", "figures"):
         out = tmp_path / what
         proc = subprocess.run(
@@ -78,7 +78,7 @@ def test_cli_writes_tables_figures_and_indexes(run_dir, tmp_path):
                 "--out-dir",
                 str(out),
                 "--config",
-                CONFIG,
+                config,
             ],
             capture_output=True,
             text=True,
@@ -116,19 +116,19 @@ def test_cli_rejects_a_missing_run_dir(tmp_path):
     assert proc.returncode != 0 and "no run directory" in proc.stderr
 
 
-def test_figures_from_declared_inputs_use_the_written_speedup_table(run_dir, tmp_path):
+def test_figures_from_declared_inputs_use_the_written_speedup_table(run_dir, tmp_path, config):
     """As the rules run it: tables and figures read only `--inputs`; the figures take the speedup table
     make_tables wrote (`--speedup`), and draw the same accuracy-vs-time figure as when they build it."""
     from toolcall_repro.analysis.__main__ import main
 
     declared = [str(p) for p in run_dir.rglob("*") if p.is_file()]
     assert main(["tables", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "t"), "--inputs", *declared,
-                 "--config", CONFIG]) == 0  # fmt: skip
+                 "--config", config]) == 0  # fmt: skip
     speedup_csv = tmp_path / "t" / "csv" / "speedup.csv"
     assert main(["figures", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "f"), "--inputs", *declared,
-                 "--speedup", str(speedup_csv), "--config", CONFIG]) == 0  # fmt: skip
+                 "--speedup", str(speedup_csv), "--config", config]) == 0  # fmt: skip
     assert (
-        main(["figures", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "g"), "--config", CONFIG])
+        main(["figures", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "g"), "--config", config])
         == 0
     )
     png = "png/accuracy_vs_time.png"
@@ -137,7 +137,7 @@ def test_figures_from_declared_inputs_use_the_written_speedup_table(run_dir, tmp
     assert "manifests/train_grpo/" in (tmp_path / "f" / "index.md").read_text()
     only_evals = [p for p in declared if "/train/" not in p]
     assert main(["figures", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "h"), "--inputs", *only_evals,
-                 "--speedup", str(speedup_csv), "--config", CONFIG]) == 0  # fmt: skip
+                 "--speedup", str(speedup_csv), "--config", config]) == 0  # fmt: skip
     assert "train/" not in (tmp_path / "h" / "index.md").read_text()
 
 
@@ -155,9 +155,9 @@ def _overlap(a, b) -> bool:
 
 
 @pytest.mark.parametrize("pipeline_check", [False, True])
-def test_speedup_labels_of_variants_at_the_same_point_never_collide(run_dir, pipeline_check):
+def test_speedup_labels_of_variants_at_the_same_point_never_collide(run_dir, pipeline_check, run_units):
     # Two variants reaching the target 0.6 at 1.50 h and 1.52 h: their labels start on the same spot.
-    res = report.RunResults(run_dir)
+    res = report.RunResults(run_dir, run_units)
     eff = next(r for r in res.runs if r.variant == "efficient")
     res.runs.append(dataclasses.replace(eff, variant="filter_only"))
     speedups = pd.DataFrame(
@@ -178,8 +178,8 @@ def test_speedup_labels_of_variants_at_the_same_point_never_collide(run_dir, pip
     assert (fig.get_suptitle() == report.PIPELINE_CHECK_TITLE) is pipeline_check
 
 
-def test_every_figure_of_a_pipeline_check_says_so_in_its_title(run_dir):
-    figs = report.build_figures(report.RunResults(run_dir), {"pipeline_check": True})
+def test_every_figure_of_a_pipeline_check_says_so_in_its_title(run_dir, run_units):
+    figs = report.build_figures(report.RunResults(run_dir, run_units), {"pipeline_check": True})
     assert {f.figure.get_suptitle() for f in figs} == {report.PIPELINE_CHECK_TITLE}
     assert (
         "pipeline check" in report.PIPELINE_CHECK_TITLE.lower()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -28,13 +29,13 @@ rule tables:
         claims=report(RUN + "/tables/claims.html", caption="report/claims.rst", category="Claims"),
         html=report(directory(RUN + "/tables/html"), patterns=["{name}.html"], caption="report/tables.rst",
                     category="Tables"),
-    shell: "python -m toolcall_repro.analysis tables --run-dir {RUN} --out-dir {RUN}/tables"
+    shell: "python -m toolcall_repro.analysis tables --run-dir {RUN} --out-dir {RUN}/tables --config units.json"
 rule figures:
     output:
         index=RUN + "/figures/index.md",
         png=report(directory(RUN + "/figures/png"), patterns=["{name}.png"], caption="report/figures.rst",
                    category="Figures"),
-    shell: "python -m toolcall_repro.analysis figures --run-dir {RUN} --out-dir {RUN}/figures"
+    shell: "python -m toolcall_repro.analysis figures --run-dir {RUN} --out-dir {RUN}/figures --config units.json"
 """
 
 
@@ -44,8 +45,9 @@ def check(*args: str) -> subprocess.CompletedProcess:
 
 @needs_browser
 @pytest.mark.workflow
-def test_report_with_our_captions_renders(run_dir, tmp_path):
+def test_report_with_our_captions_renders(run_dir, run_units, tmp_path):
     work = run_dir.parents[1]
+    (work / "units.json").write_text(json.dumps(run_units))  # what the rules pass: the experiment's units
     (work / "workflow").mkdir()
     (work / "workflow" / "Snakefile").write_text(SNAKEFILE)
     shutil.copytree(ROOT / "workflow" / "report", work / "workflow" / "report")

@@ -11,32 +11,32 @@ CONFIG = {
         "studies": {"table4": {"models": ["base", "rl-multi"], "protocols": ["default", "stronger"]}},
         "general": {"models": ["base", "rl-multi"]},
     },
-    "runs": [["single_turn", "vanilla"], ["single_turn", "efficient"]],
 }
 
 
-def analysis_job(stage, run_dir, out_dir, declared, **extra_inputs):
+def analysis_job(stage, run_dir, out_dir, declared, config, **extra_inputs):
     output = {"index": str(out_dir / "index.md"), "manifest": str(out_dir.parent / "manifests" / f"{stage}.json")}
     inputs = {"results": declared, **extra_inputs}
     files = declared + list(extra_inputs.values())
     return Job(rule=f"make_{stage}", stage=stage, input=inputs, output=output,
-               files={"input": files, "output": list(output.values())}, config=CONFIG,
+               files={"input": files, "output": list(output.values())}, config=config,
                seeds={"eval": [0, 1]}, options={"run_dir": str(run_dir)})  # fmt: skip
 
 
-def test_tables_and_figures_jobs_write_what_the_cli_writes(run_dir, tmp_path):
+def test_tables_and_figures_jobs_write_what_the_cli_writes(run_dir, run_units, tmp_path):
     declared = sorted(str(p) for p in run_dir.rglob("*") if p.is_file())
-    tables = analysis_job("tables", run_dir, tmp_path / "jobs" / "tables", declared)
+    config = {**CONFIG, **run_units}  # the rule's config: the evaluate subtree and the experiment's units
+    tables = analysis_job("tables", run_dir, tmp_path / "jobs" / "tables", declared, config)
     assert run(tables) == 0
     tables_csv = str(tmp_path / "jobs" / "tables" / "csv")
     speedup = f"{tables_csv}/speedup.csv"
-    figures = analysis_job("figures", run_dir, tmp_path / "jobs" / "figures", declared, tables_csv=tables_csv)
+    figures = analysis_job("figures", run_dir, tmp_path / "jobs" / "figures", declared, config, tables_csv=tables_csv)
     assert run(figures) == 0
     cli = tmp_path / "cli"
     assert main(["tables", "--run-dir", str(run_dir), "--out-dir", str(cli / "tables"), "--inputs", *declared,
-                 "--config", json.dumps(CONFIG)]) == 0  # fmt: skip
+                 "--config", json.dumps(config)]) == 0  # fmt: skip
     assert main(["figures", "--run-dir", str(run_dir), "--out-dir", str(cli / "figures"), "--inputs", *declared,
-                 speedup, "--speedup", speedup, "--config", json.dumps(CONFIG)]) == 0  # fmt: skip
+                 speedup, "--speedup", speedup, "--config", json.dumps(config)]) == 0  # fmt: skip
     for part in ("tables", "figures"):
         written = sorted(p.relative_to(tmp_path / "jobs" / part) for p in (tmp_path / "jobs" / part).rglob("*.*"))
         assert written == sorted(p.relative_to(cli / part) for p in (cli / part).rglob("*.*")) and written
@@ -44,5 +44,5 @@ def test_tables_and_figures_jobs_write_what_the_cli_writes(run_dir, tmp_path):
             if rel.suffix in (".md", ".csv", ".html"):
                 assert (tmp_path / "jobs" / part / rel).read_bytes() == (cli / part / rel).read_bytes(), rel
     manifest = json.loads(open(tables.manifest).read())
-    assert manifest["rule"] == "make_tables" and manifest["config"] == CONFIG
+    assert manifest["rule"] == "make_tables" and manifest["config"] == config
     assert manifest["seeds"] == {"eval": [0, 1]} and len(manifest["inputs"]) == len(declared)

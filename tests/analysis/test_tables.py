@@ -9,8 +9,8 @@ from toolcall_repro.analysis import efficiency, loaders, tables, tabular
 
 
 @pytest.fixture
-def bfcl(run_dir):
-    return loaders.load_score_summaries(run_dir, "bfcl", loaders.ManifestIndex(run_dir))
+def bfcl(run_dir, run_units):
+    return loaders.load_scores(run_units["scores"], loaders.ManifestIndex(run_dir), "bfcl")
 
 
 def test_table4_rows_in_percent_with_quoted_rows_marked(bfcl):
@@ -44,15 +44,15 @@ def test_prompt_ablation_shows_input_tokens_unscaled(bfcl):
     assert list(t.frame["paper_instruction_tokens"]) == [228, 452]
 
 
-def test_seed_spread_peak_to_peak(run_dir):
-    v = loaders.load_score_summaries(run_dir, "bfcl", loaders.ManifestIndex(run_dir), name="variance.json")
+def test_seed_spread_peak_to_peak(run_dir, run_units):
+    v = loaders.load_scores(run_units["scores"], loaders.ManifestIndex(run_dir), "bfcl", kind="variance")
     t = tables.seed_spread_table(v)
     multi = t.frame[t.frame["metric"] == "multi_turn"].iloc[0]
     assert multi["peak_to_peak"] == pytest.approx(3.5) and multi["seeds"] == "0,1,2,3"
 
 
-def test_acebench_groups(run_dir):
-    df = loaders.load_score_summaries(run_dir, "acebench", loaders.ManifestIndex(run_dir))
+def test_acebench_groups(run_dir, run_units):
+    df = loaders.load_scores(run_units["scores"], loaders.ManifestIndex(run_dir), "acebench")
     t = tables.acebench_table(df)
     assert t.display.iloc[0]["overall"] == "61.0 ± 1.4"  # upstream's checker: the headline
     assert t.display.iloc[0]["overall fixed"] == "66.0 ± 1.4"
@@ -60,8 +60,8 @@ def test_acebench_groups(run_dir):
     assert "normal_atom_bool_mean" in t.frame.columns and "fixed/normal_mean" in t.frame.columns
 
 
-def test_general_table_delta_and_hash_check(run_dir):
-    df = loaders.load_general(run_dir, loaders.ManifestIndex(run_dir))
+def test_general_table_delta_and_hash_check(run_dir, run_units):
+    df = loaders.load_general(run_units["scores"], loaders.ManifestIndex(run_dir))
     t = tables.general_table(df, "base", ["rl-multi"])
     row = t.frame.iloc[0]
     assert (row["base"], row["rl"], row["delta"]) == pytest.approx((40.0, 45.0, 5.0))
@@ -71,8 +71,8 @@ def test_general_table_delta_and_hash_check(run_dir):
         tables.general_table(df, "base", ["rl-multi"])
 
 
-def test_speedup_table_on_constructed_runs(run_dir):
-    runs = loaders.load_training_runs(run_dir, loaders.ManifestIndex(run_dir))
+def test_speedup_table_on_constructed_runs(run_dir, run_units):
+    runs = loaders.load_training_runs(run_dir, run_units["runs"], loaders.ManifestIndex(run_dir))
     t = efficiency.speedup_table(runs)
     eff = t.frame.set_index("variant").loc["efficient"]
     assert eff["target_accuracy"] == pytest.approx(0.6)
@@ -84,16 +84,16 @@ def test_speedup_table_on_constructed_runs(run_dir):
     assert t.frame.set_index("variant").loc["vanilla", "update_share"] == pytest.approx(0.75)
 
 
-def test_speedup_table_says_not_reached(run_dir):
-    runs = loaders.load_training_runs(run_dir, loaders.ManifestIndex(run_dir))
+def test_speedup_table_says_not_reached(run_dir, run_units):
+    runs = loaders.load_training_runs(run_dir, run_units["runs"], loaders.ManifestIndex(run_dir))
     t = efficiency.speedup_table(runs, target=0.9)
     assert t.display.set_index("variant").loc["efficient", "speedup"] == "not reached"
     assert any("not reached" in n for n in t.notes)
 
 
-def test_speedup_table_says_when_the_target_is_the_starting_accuracy(run_dir):
+def test_speedup_table_says_when_the_target_is_the_starting_accuracy(run_dir, run_units):
     # Both runs start from the same base at 0.1: a target met at time 0 measures no speedup.
-    runs = loaders.load_training_runs(run_dir, loaders.ManifestIndex(run_dir))
+    runs = loaders.load_training_runs(run_dir, run_units["runs"], loaders.ManifestIndex(run_dir))
     t = efficiency.speedup_table(runs, target=0.1)
     assert t.display.set_index("variant").loc["efficient", "speedup"] == "at start"
     assert any("initial held-out accuracy" in n for n in t.notes)
@@ -105,10 +105,10 @@ def test_markdown_escapes_pipes():
     assert "x\\|y" in md
 
 
-def test_heldout_study_tables_and_the_factorial_layout(run_dir):
+def test_heldout_study_tables_and_the_factorial_layout(run_dir, run_units):
     from toolcall_repro.analysis import report
 
-    res = report.RunResults(run_dir)
+    res = report.RunResults(run_dir, run_units)
     cfg = {
         "pipeline_check": True,
         "evaluate": {

@@ -20,7 +20,7 @@ rule synthesize_source:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "synthesize_source",
             config=lambda w: synthetic_config(w.source),
@@ -36,7 +36,7 @@ localrules:
 
 
 # The only data rule that touches the network: compute nodes are often offline, so it runs locally.
-# Its rows land under data/raw/hub/, the synthetic twins' under data/raw/: raw_source() (data.mode) picks.
+# Its rows land under data/raw/hub/, the synthetic twins' under data/raw/: the experiment's raw_source (data.mode) picks.
 rule download_source:
     output:
         raw=R("data", "raw", "hub", "{source}.jsonl"),
@@ -52,7 +52,7 @@ rule download_source:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "download_source",
             config=lambda w: subtree("data", "sources", w.source),
@@ -64,7 +64,7 @@ rule download_source:
 
 rule normalise_source:
     input:
-        raw=lambda w: raw_source(w.source),
+        raw=lambda w: EXP.raw_source(w.source),
     output:
         samples=R("data", "normalised", "{source}.parquet"),
         rejects=R("data", "normalised", "{source}.rejects.jsonl"),
@@ -80,7 +80,7 @@ rule normalise_source:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "normalise_source",
             config=lambda w: {"source": w.source},
@@ -94,10 +94,10 @@ localrules:
 
 
 # lm-eval's task datasets at pinned revisions, into the HF_HOME the (offline) compute nodes share;
-# in the DAG when check_general_capability's input (lm_eval_data()) asks for its record.
+# in the DAG when check_general_capability's input (the experiment's lm_eval_data) asks for its record.
 rule download_lm_eval_data:
     output:
-        record=LM_EVAL_RECORD,
+        record=EXP.lm_eval_record(),
         manifest=manifest("download_lm_eval_data"),
     log:
         R("logs", "download_lm_eval_data.log"),
@@ -109,11 +109,11 @@ rule download_lm_eval_data:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "download_lm_eval_data",
             config=lambda w: {
-                "tasks": lm_eval_tasks(),
+                "tasks": EXP.lm_eval_tasks(),
                 "revisions": subtree("evaluate", "general", "revisions"),
             },
         ),

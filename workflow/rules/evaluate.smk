@@ -8,13 +8,6 @@ localrules:
     summarise_bfcl_variance,
     summarise_acebench,
     bfcl_all,
-    study_prompt_factorial,
-    study_seed_variance,
-    study_template,
-    study_thinking,
-    study_prompt_ablation,
-    study_data_format,
-    table4,
     acebench_all,
     general_all,
 
@@ -35,7 +28,7 @@ rule locate_vllm:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job("locate_vllm", config={}, seeds={}),
     shell:
         JOB
@@ -43,7 +36,7 @@ rule locate_vllm:
 
 rule score_bfcl:
     input:
-        model=lambda w: model_dir(w.model),
+        model=lambda w: EXP.model_dir(w.model),
         vllm=(
             rules.locate_vllm.output.vllm
             if config["engines"]["generation"] == "vllm"
@@ -57,18 +50,18 @@ rule score_bfcl:
     benchmark:
         R("benchmarks", "score_bfcl", "{model}-{protocol}-{seed}.tsv")
     conda:
-        "../envs/eval-bfcl.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
+        env("eval-bfcl")
     threads: THREADS
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "bfcl",
             config=lambda w: {
                 "bfcl": subtree("evaluate", "bfcl"),
                 "protocol": protocol_spec(w.protocol, w.seed, w.model),
-                "model": model_spec(w.model),
+                "model": EXP.model_spec(w.model),
             },
             seeds=lambda w: {"eval": int(w.seed)},
             threads=THREADS,
@@ -81,9 +74,9 @@ rule score_bfcl:
 
 rule score_heldout:
     input:
-        model=lambda w: model_dir(w.model),
+        model=lambda w: EXP.model_dir(w.model),
         samples=expand(R("data", "normalised", "{source}.parquet"), source=SOURCES),
-        exclude=heldout_training_sets(),
+        exclude=EXP.training_sets(),
     output:
         seeds=R("eval", "heldout", "{model}", "{protocol}", "seeds.json"),
         summary=R("eval", "heldout", "{model}", "{protocol}", "summary.json"),
@@ -94,22 +87,25 @@ rule score_heldout:
     benchmark:
         R("benchmarks", "score_heldout", "{model}-{protocol}.tsv")
     conda:
-        "../envs/eval-vllm.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
+        env("eval-vllm")
     threads: THREADS
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "heldout",
             config=lambda w: {
                 "heldout": HELDOUT,
-                "reserve": {"fraction": RESERVE_FRACTION, "seed": RESERVE_SEED},
+                "reserve": {
+                    "fraction": subtree("filter", "reserve_fraction"),
+                    "seed": subtree("filter", "seed"),
+                },
                 "protocol": protocol_spec(w.protocol, 0, w.model),
-                "seeds": heldout_seeds(w),
-                "model": model_spec(w.model),
+                "seeds": EXP.heldout_seeds(w.model, w.protocol),
+                "model": EXP.model_spec(w.model),
             },
-            seeds=lambda w: {"eval": heldout_seeds(w)},
+            seeds=lambda w: {"eval": EXP.heldout_seeds(w.model, w.protocol)},
             threads=THREADS,
         ),
     shell:
@@ -118,7 +114,7 @@ rule score_heldout:
 
 rule summarise_bfcl:
     input:
-        seeds=bfcl_seed_files,
+        seeds=lambda w: EXP.seed_files("bfcl", w.model, w.protocol),
     output:
         summary=R("eval", "bfcl", "{model}", "{protocol}", "summary.json"),
         manifest=manifest("summarise_bfcl", "{model}-{protocol}"),
@@ -132,7 +128,7 @@ rule summarise_bfcl:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "bfcl_summary",
             config={"seeds": subtree("evaluate", "seeds")},
@@ -144,7 +140,9 @@ rule summarise_bfcl:
 
 rule summarise_bfcl_variance:
     input:
-        seeds=lambda w: bfcl_seed_files(w, variance_seeds()),
+        seeds=lambda w: EXP.seed_files(
+            "bfcl", w.model, w.protocol, EXP.variance_seeds()
+        ),
     output:
         summary=R("eval", "bfcl", "{model}", "{protocol}", "variance.json"),
         manifest=manifest("summarise_bfcl_variance", "{model}-{protocol}"),
@@ -158,11 +156,11 @@ rule summarise_bfcl_variance:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "bfcl_summary",
-            config={"seeds": variance_seeds()},
-            seeds={"eval": variance_seeds()},
+            config={"seeds": EXP.variance_seeds()},
+            seeds={"eval": EXP.variance_seeds()},
         ),
     shell:
         JOB
@@ -188,7 +186,7 @@ rule download_acebench:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "acebench_download",
             config=lambda w: {
@@ -215,7 +213,7 @@ rule synthesize_acebench:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "acebench_synthesize",
             config=lambda w: {"synthetic": ACEBENCH.get("synthetic")},
@@ -227,7 +225,7 @@ rule synthesize_acebench:
 
 rule score_acebench:
     input:
-        model=lambda w: model_dir(w.model),
+        model=lambda w: EXP.model_dir(w.model),
         data=ACEBENCH_DIR,
     output:
         score=R("eval", "acebench", "{model}", "{protocol}", "seed{seed}.json"),
@@ -237,18 +235,18 @@ rule score_acebench:
     benchmark:
         R("benchmarks", "score_acebench", "{model}-{protocol}-{seed}.tsv")
     conda:
-        "../envs/eval-vllm.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
+        env("eval-vllm")
     threads: THREADS
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "acebench",
             config=lambda w: {
                 "acebench": subtree("evaluate", "acebench"),
                 "protocol": protocol_spec(w.protocol, w.seed, w.model),
-                "model": model_spec(w.model),
+                "model": EXP.model_spec(w.model),
             },
             seeds=lambda w: {"eval": int(w.seed)},
             threads=THREADS,
@@ -259,7 +257,7 @@ rule score_acebench:
 
 rule summarise_acebench:
     input:
-        seeds=acebench_seed_files,
+        seeds=lambda w: EXP.seed_files("acebench", w.model, w.protocol),
     output:
         summary=R("eval", "acebench", "{model}", "{protocol}", "summary.json"),
         manifest=manifest("summarise_acebench", "{model}-{protocol}"),
@@ -273,7 +271,7 @@ rule summarise_acebench:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "acebench_summary",
             config={"seeds": subtree("evaluate", "seeds")},
@@ -285,9 +283,9 @@ rule summarise_acebench:
 
 rule check_general_capability:
     input:
-        model=lambda w: model_dir(w.model),
+        model=lambda w: EXP.model_dir(w.model),
         samples=R("data", "normalised", "xlam.parquet"),
-        lm_eval_data=lm_eval_data(),
+        lm_eval_data=EXP.lm_eval_data(),
     output:
         summary=R("eval", "general", "{model}", "summary.json"),
         manifest=manifest("check_general_capability", "{model}"),
@@ -296,17 +294,17 @@ rule check_general_capability:
     benchmark:
         R("benchmarks", "check_general_capability", "{model}.tsv")
     conda:
-        "../envs/eval-vllm.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
+        env("eval-vllm")
     threads: THREADS
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "general",
             config=lambda w: {
                 "general": subtree("evaluate", "general"),
-                "model": model_spec(w.model),
+                "model": EXP.model_spec(w.model),
             },
             seeds={"eval": subtree("evaluate", "seeds")[0]},
             backend=config["engines"]["generation"],
@@ -316,61 +314,28 @@ rule check_general_capability:
         f"HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 {JOB}"
 
 
-# --- each study is one named target ---------------------------------------------------------------------
+# --- each study is one named target: study_<name> (evaluate.studies), and one per benchmark ----------------
+
+
+for _study in EXP.studies:
+
+    rule:
+        name:
+            f"study_{_study}"
+        input:
+            EXP.study_outputs(_study),
 
 
 rule bfcl_all:
     input:
-        all_bfcl_summaries(),
-
-
-rule study_seed_variance:
-    input:
-        bfcl_variance_summaries(),
-        heldout_summaries("seed_variance"),
-
-
-rule study_prompt_factorial:
-    input:
-        bfcl_summaries("prompt_factorial"),
-        heldout_summaries("prompt_factorial"),
-
-
-rule study_template:
-    input:
-        bfcl_summaries("template"),
-        heldout_summaries("template"),
-
-
-rule study_thinking:
-    input:
-        bfcl_summaries("thinking"),
-        heldout_summaries("thinking"),
-
-
-rule study_prompt_ablation:
-    input:
-        bfcl_summaries("prompt_ablation"),
-        heldout_summaries("prompt_ablation"),
-
-
-rule study_data_format:
-    input:
-        bfcl_summaries("data_format"),
-        heldout_summaries("data_format"),
-
-
-rule table4:
-    input:
-        bfcl_summaries("table4"),
-        heldout_summaries("table4"),
+        paths(EXP.bfcl_scores()),
 
 
 rule acebench_all:
     input:
-        acebench_summaries(),
+        paths(EXP.acebench_scores()),
 
 
 rule general_all:
     input:
-        general_summaries(),
+        paths(EXP.general_scores()),

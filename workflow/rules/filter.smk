@@ -13,7 +13,7 @@ rule filter_single_turn:
             R("data", "normalised", "{source}.parquet"),
             source=config["filter"]["single_turn"]["sources"],
         ),
-        policy=filter_policy_dir("single_turn"),
+        policy=EXP.filter_policy_dir("single_turn"),
     output:
         train=R("data", "train", "single_turn.parquet"),
         heldout=R("data", "train", "heldout_single_turn.parquet"),
@@ -24,12 +24,12 @@ rule filter_single_turn:
     benchmark:
         R("benchmarks", "filter_single_turn.tsv")
     conda:
-        "../envs/eval-vllm.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
+        env("eval-vllm")
     threads: THREADS
     resources:
         **stage_resources("filter", gpu=0),
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "filter_single_turn",
             config=filter_job_config("single_turn"),
@@ -44,7 +44,7 @@ rule filter_single_turn:
 rule filter_multi_turn:
     input:
         samples=R("data", "normalised", "looptool.parquet"),
-        policy=filter_policy_dir("multi_turn"),
+        policy=EXP.filter_policy_dir("multi_turn"),
     output:
         train=R("data", "train", "multi_turn.parquet"),
         heldout=R("data", "train", "heldout_multi_turn.parquet"),
@@ -55,12 +55,12 @@ rule filter_multi_turn:
     benchmark:
         R("benchmarks", "filter_multi_turn.tsv")
     conda:
-        "../envs/eval-vllm.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
+        env("eval-vllm")
     threads: THREADS
     resources:
         **stage_resources("filter", gpu=0),
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "filter_multi_turn",
             config=filter_job_config("multi_turn"),
@@ -91,7 +91,7 @@ rule subset_format_study:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "format_subsets",
             config=subtree("filter", "format_study"),
@@ -105,7 +105,7 @@ rule subset_format_study:
 rule pool_tooln1:
     input:
         samples=expand(
-            R("data", "normalised", "{source}.parquet"), source=tooln1_sources()
+            R("data", "normalised", "{source}.parquet"), source=EXP.tooln1_sources()
         ),
     output:
         train=R("data", "train", "tooln1.parquet"),
@@ -122,7 +122,7 @@ rule pool_tooln1:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "pool", config=heldout_cfg(), seeds={"filter": subtree("filter", "seed")}
         ),
@@ -132,13 +132,14 @@ rule pool_tooln1:
 
 rule report_filter:
     input:
-        steps=[R("data", "filter", f"{step}.json") for step in filter_steps()],
+        steps=[R("data", "filter", f"{step}.json") for step in EXP.filter_steps()],
         normalise=expand(
-            R("data", "normalised", "{source}.report.json"), source=reported_sources()
+            R("data", "normalised", "{source}.report.json"),
+            source=EXP.reported_sources(),
         ),
         rejects=expand(
             R("data", "normalised", "{source}.rejects.jsonl"),
-            source=reported_sources(),
+            source=EXP.reported_sources(),
         ),
     output:
         json=report(
@@ -162,7 +163,7 @@ rule report_filter:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job("filter_report", config=subtree("filter")),
     shell:
         JOB

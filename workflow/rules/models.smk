@@ -1,6 +1,6 @@
 # Models: the base model every later stage starts from (the tiny model's warm start on the embedded
 # default, hub snapshots at paper scale), between the data it is warm-started on and the filters that
-# roll it out. Which of the two a run uses is base_model_dir()'s choice (common.smk): no rule is defined
+# roll it out. Which of the two a run uses is the experiment's base_model_dir (toolcall_repro.experiment): no rule is defined
 # or left out by config.
 
 
@@ -25,7 +25,7 @@ rule warmstart_base_model:
         # lambdas: evaluated only when the DAG needs the warm start (config/paper.yaml has no model.tiny).
         # Torch threads are config, not {threads}: --cores 1 would scale {threads} down and change the
         # float sums, hence the weights.
-        files=rule_files,
+        files=files_param,
         job=job(
             "warm_start",
             config=lambda w: {
@@ -62,12 +62,12 @@ rule download_model:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "download_model",
             config=lambda w: {
-                "hub_id": slug_to_hub_id(w.slug),
-                "revision": model_revision(w.slug),
+                "hub_id": EXP.hub_id(w.slug),
+                "revision": EXP.model_revision(w.slug),
             },
         ),
     shell:

@@ -13,15 +13,11 @@ localrules:
 # wrote it, which every row cites.
 rule make_tables:
     input:
-        evals=all_eval_outputs(),
-        training=training_files(training_summaries()),
-        filter_report=R("data", "filter_report.json"),
-        manifests=result_manifests(
-            [
-                *all_eval_outputs(),
-                *training_summaries(),
-                R("data", "filter_report.json"),
-            ]
+        evals=paths(EXP.scores()),
+        training=[f for run in EXP.training_runs() for f in run.files],
+        filter_report=EXP.filter_report(),
+        manifests=EXP.result_manifests(
+            EXP.scores(), EXP.training_runs(), filter_report=True
         ),
     output:
         index=report(
@@ -54,12 +50,12 @@ rule make_tables:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "tables",
             config={
                 "evaluate": subtree("evaluate"),
-                "runs": training_runs(),
+                **EXP.analysis_units(),
                 "pipeline_check": config["model"]["base"] == "tiny",
             },
             seeds={"eval": subtree("evaluate", "seeds")},
@@ -71,9 +67,9 @@ rule make_tables:
 
 rule make_figures:
     input:
-        evals=all_eval_outputs(),
-        training=training_files(training_summaries()),
-        manifests=result_manifests([*all_eval_outputs(), *training_summaries()]),
+        evals=paths(EXP.scores()),
+        training=[f for run in EXP.training_runs() for f in run.files],
+        manifests=EXP.result_manifests(EXP.scores(), EXP.training_runs()),
         tables_csv=rules.make_tables.output.csv,
     output:
         index=report(
@@ -98,12 +94,12 @@ rule make_figures:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "figures",
             config={
                 "evaluate": subtree("evaluate"),
-                "runs": training_runs(),
+                **EXP.analysis_units(),
                 "pipeline_check": config["model"]["base"] == "tiny",
             },
             seeds={"eval": subtree("evaluate", "seeds")},
@@ -134,7 +130,7 @@ rule write_provenance:
         gpu=0,
     params:
         # the whole config: the record's own (no manifest: the record sums the manifests)
-        files=rule_files,
+        files=files_param,
         job=job("record", config=config, rule="write_provenance", run_dir=RUN),
     shell:
         JOB
@@ -160,7 +156,7 @@ rule archive_results:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "archive",
             rule="archive_results",

@@ -6,8 +6,8 @@
 rule train_grpo:
     input:
         train=R("data", "train", "{dataset}.parquet"),
-        heldout=lambda w: heldout_for(w.dataset),
-        base=lambda w: policy_start_dir(w.dataset),
+        heldout=lambda w: EXP.heldout_split(w.dataset),
+        base=lambda w: EXP.policy_start_dir(w.dataset),
     output:
         metrics=R("train", "{dataset}", "{variant}", "metrics.jsonl"),
         curve=R("train", "{dataset}", "{variant}", "curve.jsonl"),
@@ -19,12 +19,12 @@ rule train_grpo:
     benchmark:
         R("benchmarks", "train_grpo", "{dataset}-{variant}.tsv")
     conda:
-        "../envs/train-verl.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
+        env("train-verl")
     threads: THREADS
     resources:
         **train_resources(),
     params:
-        files=rule_files,
+        files=files_param,
         job=train_job({"train": subtree("train", "seed")}),
     shell:
         JOB
@@ -44,7 +44,7 @@ use rule train_grpo as train_grpo_seed with:
     benchmark:
         R("benchmarks", "train_grpo", "{dataset}-{variant}-seed{seed}.tsv")
     params:
-        files=rule_files,
+        files=files_param,
         job=train_job(lambda w: {"train": int(w.seed)}),
 
 
@@ -57,8 +57,8 @@ localrules:
 # per-epoch group types and costs, figures; its own target so it runs without the evaluation stage.
 rule report_efficiency:
     input:
-        training=training_files(efficiency_summaries()),
-        manifests=result_manifests(efficiency_summaries()),
+        training=[f for run in EXP.efficiency_runs() for f in run.files],
+        manifests=EXP.result_manifests(runs=EXP.efficiency_runs()),
     output:
         index=report(
             R("efficiency", "index.md"),
@@ -76,12 +76,13 @@ rule report_efficiency:
     resources:
         gpu=0,
     params:
-        files=rule_files,
+        files=files_param,
         job=job(
             "efficiency_report",
             config={
                 "efficiency": config["train"].get("efficiency") or {},
                 "variants": subtree("train", "variants"),
+                "runs": [r.unit() for r in EXP.efficiency_runs()],
             },
             seeds={},
             run_dir=RUN,

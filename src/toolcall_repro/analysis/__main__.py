@@ -23,12 +23,24 @@ def _headless() -> None:
     matplotlib.use("Agg")  # headless: no display on cluster nodes
 
 
+def units(config: dict, run_dir: str) -> dict:
+    """The units to read: the rule passes them in its config; a whole pipeline config (a person at the
+    command line) gives them through the experiment object."""
+    if "scores" in config or "runs" in config:
+        return config
+    if "run_id" in config:
+        from toolcall_repro.experiment import Experiment
+
+        return Experiment(config, run_dir).analysis_units()
+    raise ValueError("--config: give the pipeline config (config/config.yaml and overlays) or the rule's units")
+
+
 def tables(run_dir: str, out_dir: str, config: dict, inputs: list[str] | None = None) -> list:
     """Every table of the run from its result files (only `inputs` when given); returns what was written."""
     _headless()
     from toolcall_repro.analysis import report
 
-    res = report.RunResults(run_dir, inputs)
+    res = report.RunResults(run_dir, units(config, run_dir), inputs)
     built = report.build_tables(res, config)
     card = report.build_scorecard(res, built, config)
     written = report.write_tables(built, out_dir, card)
@@ -47,13 +59,23 @@ def figures(
     from toolcall_repro.analysis import report
 
     speedups = pd.read_csv(speedup) if speedup else None
-    res = report.RunResults(run_dir, inputs)
+    res = report.RunResults(run_dir, units(config, run_dir), inputs)
     return report.write_figures(report.build_figures(res, config, speedups), out_dir)
 
 
 def efficiency(run_dir: str, out_dir: str, config: dict, inputs: list[str] | None = None) -> list:
-    """The efficiency experiment's own report (target `efficiency`)."""
+    """The efficiency experiment's own report (target `efficiency`); a whole pipeline config gives its
+    runs (train.efficiency.runs) through the experiment object."""
     _headless()
+    if "run_id" in config:
+        from toolcall_repro.experiment import Experiment
+
+        exp = Experiment(config, run_dir)
+        config = {
+            "efficiency": config["train"].get("efficiency") or {},
+            "variants": config["train"]["variants"],
+            "runs": [r.unit() for r in exp.efficiency_runs()],
+        }
     from toolcall_repro.analysis.efficiency_report import write_report
 
     return write_report(run_dir, out_dir, config, inputs=inputs)
@@ -92,16 +114,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--speedup", default=None, help="figures: the speedup table's CSV (make_tables's output)")
     p.add_argument(
-        "--config", default="{}", help="the analysis config subtree: inline JSON or a JSON/YAML file"
+        "--config",
+        default="{}",
+        help="the pipeline config (config/config.yaml, with any overlay merged) or the rule's analysis "
+        "config with its units: inline JSON or a JSON/YAML file",
     )
     args = p.parse_args(argv)
-    cfg = load_config_arg(args.config)
-    if args.what == "efficiency":
-        written = efficiency(args.run_dir, args.out_dir, cfg, args.inputs)
-    elif args.what == "tables":
-        written = tables(args.run_dir, args.out_dir, cfg, args.inputs)
-    else:
-        written = figures(args.run_dir, args.out_dir, cfg, args.inputs, args.speedup)
+    try:
+        if not os.path.isdir(args.run_dir):
+            raise FileNotFoundError(f"no run directory {args.run_dir}")
+        cfg = load_config_arg(args.config)
+        if args.what == "efficiency":
+            written = efficiency(args.run_dir, args.out_dir, cfg, args.inputs)
+        elif args.what == "tables":
+            written = tables(args.run_dir, args.out_dir, cfg, args.inputs)
+        else:
+            written = figures(args.run_dir, args.out_dir, cfg, args.inputs, args.speedup)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(f"wrote {len(written)} files to {args.out_dir}")
     return 0
 

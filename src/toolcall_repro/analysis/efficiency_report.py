@@ -468,13 +468,14 @@ def learning_curves(runs: Sequence[TrainingRun]) -> list:
 
 def write_report(run_dir, out_dir, cfg: Mapping, inputs=None) -> list:
     """Tables and figures of the efficiency experiment under out_dir (tables/, figures/, index.md), from
-    the training runs among `inputs` (the rule's declared inputs; all of run_dir's without them)."""
+    the training runs cfg['runs'] names (toolcall_repro.experiment.TrainingRun.unit), among `inputs`
+    (the rule's declared inputs) when given."""
     from pathlib import Path
 
     from toolcall_repro.analysis import report
     from toolcall_repro.io import atomic_write_text
 
-    res = report.RunResults(run_dir, inputs)
+    res = report.RunResults(run_dir, {"runs": cfg.get("runs") or []}, inputs)
     eff = dict(cfg.get("efficiency") or {})
     margin = float(eff.get("margin", 0.05))
     tables = []

@@ -8,8 +8,7 @@ number in a table can be traced back.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,21 +110,31 @@ def _seeds_of(summary: dict, metric: dict) -> list:
     return list(summary.get("seeds") or range(len(metric.get("per_seed") or [])))
 
 
-def load_score_summaries(
-    run_dir: Path, benchmark: str, index: ManifestIndex, name: str = "summary.json"
+def _units(units: Iterable[Mapping], index: ManifestIndex, **match) -> list[tuple[Mapping, Path]]:
+    """The units (toolcall_repro.experiment: Score.unit, TrainingRun.unit) that match, with their file,
+    among the files this reader may read. A unit's meaning is its own fields, never its path."""
+    chosen = [u for u in units if all(u.get(k) == v for k, v in match.items())]
+    paths = [Path(u.get("path") or Path(u["dir"]) / "summary.json") for u in chosen]
+    visible = {p.resolve() for p in index.visible(paths)}
+    found = [(u, p) for u, p in zip(chosen, paths, strict=True) if p.resolve() in visible]
+    return sorted(found, key=lambda pair: pair[1])  # one order whatever the config's
+
+
+def load_scores(
+    units: Iterable[Mapping], index: ManifestIndex, benchmark: str, kind: str = "summary"
 ) -> pd.DataFrame:
-    """eval/<benchmark>/<model>/<protocol>/<name> -> one row per (model, protocol, metric).
+    """The score files the experiment names for a benchmark (kind: summary or variance) -> one row per
+    (model, protocol, metric).
 
     Columns: benchmark, model, protocol, metric, mean, std, n_seeds, per_seed, seeds, card, the card's
     protocol fields (system_prompt, template, thinking), source, manifest.
     """
     rows = []
-    for path in index.visible(sorted((Path(run_dir) / "eval" / benchmark).glob(f"*/*/{name}"))):
+    for unit, path in _units(units, index, benchmark=benchmark, kind=kind):
         summary = read_json(path)
         if "metrics" not in summary or not isinstance(summary["metrics"], dict):
             raise ResultFileError(f"{path}: no 'metrics' mapping")
         card = summary.get("card") or {}
-        model, protocol = path.parent.parent.name, path.parent.name
         for metric, value in summary["metrics"].items():
             if not isinstance(value, dict) or "mean" not in value:
                 raise ResultFileError(f"{path}: metric {metric!r} lacks 'mean'")
@@ -133,8 +142,8 @@ def load_score_summaries(
             rows.append(
                 {
                     "benchmark": benchmark,
-                    "model": model,
-                    "protocol": protocol,
+                    "model": unit["model"],
+                    "protocol": unit["protocol"],
                     "metric": metric,
                     "mean": _num(value.get("mean")),
                     "std": _num(value.get("std")),
@@ -170,19 +179,18 @@ def _num(v: object) -> float:
     return float("nan") if v is None else float(v)
 
 
-def load_general(run_dir: Path, index: ManifestIndex) -> pd.DataFrame:
-    """eval/general/<model>/**/summary.json (toolcall_repro.eval.general) -> one row per (model, task, metric)."""
+def load_general(units: Iterable[Mapping], index: ManifestIndex) -> pd.DataFrame:
+    """The general-capability summaries the experiment names (toolcall_repro.eval.general) -> one row per
+    (model, task, metric)."""
     rows = []
-    root = Path(run_dir) / "eval" / "general"
-    for path in index.visible(sorted(root.glob("*/**/summary.json"))):
+    for unit, path in _units(units, index, benchmark="general"):
         summary = read_json(path)
         if "results" not in summary:
             raise ResultFileError(f"{path}: no 'results' list")
-        model = path.relative_to(root).parts[0]
         for r in summary["results"]:
             rows.append(
                 {
-                    "model": model,
+                    "model": unit["model"],
                     "task": r["task"],
                     "metric": r["metric"],
                     "value": _num(r.get("value")),
@@ -269,44 +277,39 @@ class TrainingRun:
         return f"{self.setting}/{self.variant}/seed{self.seed}"
 
 
-_SEED_DIR = re.compile(r"^seed(\d+)$")
-
-
 def load_training_runs(
-    run_dir: Path, index: ManifestIndex, settings: Iterable[str] = SETTINGS
+    run_dir: Path, units: Iterable[Mapping], index: ManifestIndex, settings: Iterable[str] = SETTINGS
 ) -> list[TrainingRun]:
-    """train/<setting>/<variant>[/seed<k>]/ with metrics.jsonl, curve.jsonl and summary.json (all three).
+    """The training runs the experiment names (TrainingRun.unit: dataset, variant, seed, dir), each with
+    metrics.jsonl, curve.jsonl and summary.json (all three), for the training sets in `settings`.
 
     The run's hyper-parameters come from summary['config'] when present, else from the manifest's
-    config subtree; its seed from summary['seed'], else a seed<k> folder, else the manifest's seeds.
+    config subtree; its seed from summary['seed'], else the unit's, else the manifest's seeds.
     """
     runs = []
-    for setting in settings:
-        base = Path(run_dir) / "train" / setting
-        for metrics_path in index.visible(sorted(base.glob("**/metrics.jsonl"))):
-            folder = metrics_path.parent
-            parts = folder.relative_to(base).parts
-            variant = parts[0]
-            missing = [n for n in ("curve.jsonl", "summary.json") if not (folder / n).is_file()]
-            if missing:
-                raise ResultFileError(f"{folder}: has metrics.jsonl but lacks {missing}")
-            summary = read_json(folder / "summary.json")
-            trace = index.trace(folder / "summary.json")
-            manifest = read_json(Path(run_dir) / trace["manifest"]) if trace["manifest"] else {}
-            seed_dir = next((int(m.group(1)) for p in parts[1:] if (m := _SEED_DIR.match(p))), None)
-            seed = summary.get("seed", seed_dir)
-            if seed is None:
-                seed = (manifest.get("seeds") or {}).get("train", 0)
-            runs.append(
-                TrainingRun(
-                    setting=setting,
-                    variant=variant,
-                    seed=int(seed),
-                    config=summary.get("config") or manifest.get("config") or {},
-                    metrics=read_jsonl(metrics_path),
-                    curve=read_jsonl(folder / "curve.jsonl"),
-                    summary=summary,
-                    trace=trace,
-                )
+    settings = list(settings)
+    chosen = [(u, p) for u, p in _units(units, index) if u["dataset"] in settings]
+    for unit, summary_path in sorted(chosen, key=lambda pair: (settings.index(pair[0]["dataset"]), pair[1])):
+        folder = summary_path.parent
+        missing = [n for n in ("metrics.jsonl", "curve.jsonl", "summary.json") if not (folder / n).is_file()]
+        if missing:
+            raise ResultFileError(f"{folder}: lacks {missing}")
+        summary = read_json(summary_path)
+        trace = index.trace(summary_path)
+        manifest = read_json(Path(run_dir) / trace["manifest"]) if trace["manifest"] else {}
+        seed = summary.get("seed", unit.get("seed"))
+        if seed is None:
+            seed = (manifest.get("seeds") or {}).get("train", 0)
+        runs.append(
+            TrainingRun(
+                setting=unit["dataset"],
+                variant=unit["variant"],
+                seed=int(seed),
+                config=summary.get("config") or manifest.get("config") or {},
+                metrics=read_jsonl(folder / "metrics.jsonl"),
+                curve=read_jsonl(folder / "curve.jsonl"),
+                summary=summary,
+                trace=trace,
             )
+        )
     return runs

@@ -61,25 +61,27 @@ PIPELINE_CHECK_TITLE = (
 
 
 class RunResults:
-    """Everything the analysis reads from one run directory, loaded once: with `inputs` (the rule's
-    declared input files), those files only (loaders.ManifestIndex)."""
+    """Everything the analysis reads from one run directory, loaded once: the units the experiment names
+    (`units`: {"scores": [...], "runs": [...]}, toolcall_repro.experiment.Experiment.analysis_units),
+    and with `inputs` (the rule's declared input files) those files only (loaders.ManifestIndex)."""
 
-    def __init__(self, run_dir: str | Path, inputs: Iterable[str | Path] | None = None):
+    def __init__(
+        self, run_dir: str | Path, units: Mapping, inputs: Iterable[str | Path] | None = None
+    ):
         self.run_dir = Path(run_dir)
         if not self.run_dir.is_dir():
             raise FileNotFoundError(f"no run directory {self.run_dir}")
         index = loaders.ManifestIndex(self.run_dir, inputs)
-        self.bfcl = loaders.load_score_summaries(self.run_dir, "bfcl", index)
-        variance = loaders.load_score_summaries(self.run_dir, "bfcl", index, name="variance.json")
+        scores = units.get("scores") or []
+        self.bfcl = loaders.load_scores(scores, index, "bfcl")
+        variance = loaders.load_scores(scores, index, "bfcl", kind="variance")
         self.bfcl_variance = variance if len(variance) else self.bfcl
-        self.acebench = loaders.load_score_summaries(self.run_dir, "acebench", index)
-        self.heldout = loaders.load_score_summaries(self.run_dir, "heldout", index)
-        self.heldout_variance = loaders.load_score_summaries(
-            self.run_dir, "heldout", index, name="variance.json"
-        )
-        self.general = loaders.load_general(self.run_dir, index)
+        self.acebench = loaders.load_scores(scores, index, "acebench")
+        self.heldout = loaders.load_scores(scores, index, "heldout")
+        self.heldout_variance = loaders.load_scores(scores, index, "heldout", kind="variance")
+        self.general = loaders.load_general(scores, index)
         self.filter_report = loaders.load_filter_report(self.run_dir, index)
-        self.runs = loaders.load_training_runs(self.run_dir, index)
+        self.runs = loaders.load_training_runs(self.run_dir, units.get("runs") or [], index)
 
 
 def _section(cfg: Mapping, key: str) -> dict:

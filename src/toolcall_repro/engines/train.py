@@ -16,11 +16,9 @@ import os
 import subprocess
 import sys
 
+from toolcall_repro.io import compact_json
+
 LAUNCHER = "workflow/scripts/verl/launch_verl.sh"
-
-
-def _compact(obj: object) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
 def train_local(
@@ -60,8 +58,8 @@ def verl_command(
     """The verl launcher's argv (workflow/scripts/verl/launch_verl.sh: a bash script, its own argv)."""
     return [
         "bash", launcher,
-        "--train", train, "--heldout", heldout, "--base", base, "--config", _compact(config),
-        "--verl-config", _compact(verl), "--out", out, "--seed", str(seed),
+        "--train", train, "--heldout", heldout, "--base", base, "--config", compact_json(config),
+        "--verl-config", compact_json(verl), "--out", out, "--seed", str(seed),
         "--nodes", str(nodes), "--gpus-per-node", str(verl["gpus_per_node"]),
     ]  # fmt: skip
 

@@ -1,0 +1,376 @@
+"""The experiment as units: one pure object that turns the validated config into what a run makes.
+
+Training runs, evaluation scores (benchmark x model x protocol, with their seeds), studies with their
+own seeds and benchmarks, models and the data chain, each with its paths, the rule that makes it and
+that rule's manifest. The Snakemake input functions and targets (workflow/rules/common.smk), `plan`
+and the analysis read this one object; nothing parses a result path back into meaning.
+
+No I/O apart from `os.path.isdir` on a configured model name (a local folder or a hub id).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from toolcall_repro.runconfig import dataset_setting
+
+SETTINGS = ("single_turn", "multi_turn")
+SOURCES = ("xlam", "toolace", "looptool")
+FORMAT_DATASETS = ("format_single", "format_multi")
+VARIANCE_STUDY = "seed_variance"
+
+# The rule that writes each kind of score file, by (benchmark, file name).
+SCORE_RULES = {
+    ("bfcl", "summary.json"): "summarise_bfcl",
+    ("bfcl", "variance.json"): "summarise_bfcl_variance",
+    ("acebench", "summary.json"): "summarise_acebench",
+    ("heldout", "summary.json"): "score_heldout",
+    ("heldout", "variance.json"): "score_heldout",
+    ("general", "summary.json"): "check_general_capability",
+}
+
+
+def manifest_path(run_dir: str, rule: str, key: str = "all") -> str:
+    """A job's manifest, written by the job entry (`python -m toolcall_repro.job`) when the job ends."""
+    return os.path.join(run_dir, "manifests", rule, f"{key}.json")
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """One GRPO run: a training set (a setting or a format-study subset), a variant and a seed.
+
+    `seed` None is the run at train.seed, at the plain path every other stage reads; another seed (the
+    efficiency experiment) sits in a seed<k> folder beside it.
+    """
+
+    run_dir: str
+    dataset: str
+    variant: str
+    seed: int | None = None
+
+    @property
+    def key(self) -> str:
+        return "-".join([self.dataset, self.variant, *([f"seed{self.seed}"] if self.seed is not None else [])])
+
+    @property
+    def dir(self) -> str:
+        parts = [self.dataset, self.variant, *([f"seed{self.seed}"] if self.seed is not None else [])]
+        return os.path.join(self.run_dir, "train", *parts)
+
+    @property
+    def summary(self) -> str:
+        return os.path.join(self.dir, "summary.json")
+
+    @property
+    def files(self) -> list[str]:
+        """What the analysis reads of the run."""
+        return [os.path.join(self.dir, n) for n in ("summary.json", "metrics.jsonl", "curve.jsonl")]
+
+    @property
+    def manifest(self) -> str:
+        return manifest_path(self.run_dir, "train_grpo", self.key)
+
+    def unit(self) -> dict:
+        """The run as the analysis receives it (its config): what it is and where it lies."""
+        return {"dataset": self.dataset, "variant": self.variant, "seed": self.seed, "dir": self.dir,
+                "manifest": self.manifest}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Score:
+    """One score file the analysis reads: a benchmark's summary (or seed-variance summary) of a model
+    under a protocol; the general-capability check has no protocol."""
+
+    run_dir: str
+    benchmark: str
+    model: str
+    protocol: str | None
+    name: str = "summary.json"
+
+    @property
+    def path(self) -> str:
+        folder = [self.model] if self.protocol is None else [self.model, self.protocol]
+        return os.path.join(self.run_dir, "eval", self.benchmark, *folder, self.name)
+
+    @property
+    def rule(self) -> str:
+        return SCORE_RULES[(self.benchmark, self.name)]
+
+    @property
+    def manifest(self) -> str:
+        key = self.model if self.protocol is None else f"{self.model}-{self.protocol}"
+        return manifest_path(self.run_dir, self.rule, key)
+
+    def unit(self) -> dict:
+        """The score as the analysis receives it (its config): what it is and where it lies."""
+        kind = "variance" if self.name == "variance.json" else "summary"
+        return {"benchmark": self.benchmark, "model": self.model, "protocol": self.protocol, "kind": kind,
+                "path": self.path, "manifest": self.manifest}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Study:
+    """A sensitivity study: models x protocols, scored at its seeds on its benchmarks."""
+
+    name: str
+    models: tuple[str, ...]
+    protocols: tuple[str, ...]
+    seeds: tuple[int, ...]
+    benchmarks: tuple[str, ...]
+    pairs: tuple[tuple[str, str], ...] = field(init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "pairs", tuple((m, p) for m in self.models for p in self.protocols))
+
+
+class Experiment:
+    """The validated config as the experiment's units, under results/<run_id> (or `run_dir`)."""
+
+    def __init__(self, config: Mapping, run_dir: str | None = None):
+        self.config = config
+        self.run_dir = run_dir or os.path.join("results", config["run_id"])
+        evaluate = config["evaluate"]
+        self.heldout = evaluate.get("heldout")
+        default_benchmarks = ("bfcl", "heldout") if self.heldout else ("bfcl",)
+        self.studies = {
+            name: Study(
+                name,
+                tuple(spec["models"]),
+                tuple(spec["protocols"]),
+                tuple(spec.get("seeds", evaluate["seeds"])),
+                tuple(spec.get("benchmarks", default_benchmarks)),
+            )
+            for name, spec in evaluate["studies"].items()
+        }
+        self.acebench = evaluate.get("acebench") or {}
+        self.general = evaluate.get("general")
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.run_dir, *parts)
+
+    def manifest(self, rule: str, key: str = "all") -> str:
+        return manifest_path(self.run_dir, rule, key)
+
+    # --- data ---------------------------------------------------------------------------------------
+
+    def raw_source(self, source: str) -> str:
+        """A source's raw rows: the synthetic twin (data.mode synthetic) or the Hub download."""
+        if self.config["data"]["mode"] == "synthetic":
+            return self.path("data", "raw", f"{source}.jsonl")
+        return self.path("data", "raw", "hub", f"{source}.jsonl")
+
+    def tooln1_sources(self) -> list[str]:
+        """Tool-N1's own RL rows when data.sources names them, else its ingredients: xLAM + ToolACE."""
+        return ["tooln1"] if "tooln1" in self.config["data"]["sources"] else ["xlam", "toolace"]
+
+    def filter_policies(self) -> set:
+        model = self.config["model"]
+        return {model.get("filter_policy"), model.get("filter_policy_multi_turn")}
+
+    def filter_steps(self) -> list[str]:
+        """The chains the filter report merges; the Tool-N1 pool only when the DAG trains the filter policy."""
+        steps = ["single_turn", "multi_turn", "format_study"]
+        return steps + (["pool_tooln1"] if "train" in self.filter_policies() else [])
+
+    def reported_sources(self) -> list[str]:
+        pooled = self.tooln1_sources() if "pool_tooln1" in self.filter_steps() else []
+        return [*SOURCES, *(s for s in pooled if s not in SOURCES)]
+
+    def heldout_split(self, dataset: str) -> str:
+        """The held-out split a training set's curve is scored on (its setting's; Tool-N1's own)."""
+        name = "tooln1" if dataset == "tooln1" else dataset_setting(self.config, dataset)
+        return self.path("data", "train", f"heldout_{name}.parquet")
+
+    def training_sets(self) -> list[str]:
+        """Training sets whose conversations the held-out benchmark leaves out (GRPO and format study)."""
+        return [self.path("data", "train", f"{d}.parquet") for d in (*SETTINGS, *FORMAT_DATASETS)]
+
+    def lm_eval_record(self) -> str:
+        return self.path("data", "lm_eval", "record.json")
+
+    def lm_eval_tasks(self) -> str:
+        """The hub-backed lm-eval tasks of evaluate.general.tasks (not our local tool-choice task)."""
+        tasks = (self.general or {}).get("tasks", "").split(",")
+        return ",".join(t.strip() for t in tasks if t.strip() not in ("", "local"))
+
+    def lm_eval_data(self) -> list[str]:
+        """lm-eval's task data, fetched on the submit host when its tasks read the Hub (not `local`)."""
+        if not self.lm_eval_tasks():
+            return []
+        if not self.general.get("revisions"):
+            raise ValueError(
+                "evaluate.general.revisions: lm-eval tasks read the Hub, so each dataset needs a pinned "
+                "revision (hub dataset id -> revision), e.g. {cais/mmlu: <sha>}; not set"
+            )
+        return [self.lm_eval_record()]
+
+    # --- models -------------------------------------------------------------------------------------
+
+    def hub_model_dir(self, hub_id: str) -> str:
+        return self.path("models", "hub", hub_id.replace(posixpath.sep, "--"))
+
+    @staticmethod
+    def hub_id(slug: str) -> str:
+        """The hub id of a download_model folder name (org--name)."""
+        return slug.replace("--", posixpath.sep)
+
+    def model_revision(self, slug: str) -> str | None:
+        """A hub model's pinned revision (model.revisions); the download record names the commit read."""
+        return self.config["model"].get("revisions", {}).get(self.hub_id(slug))
+
+    def model_path(self, name: str) -> str:
+        """A model named in config: a local directory as is, else a hub id snapshotted by download_model."""
+        return name if os.path.isdir(name) else self.hub_model_dir(name)
+
+    def base_model_dir(self) -> str:
+        base = self.config["model"]["base"]
+        return self.path("models", "base") if base == "tiny" else self.model_path(base)
+
+    def final_model_dir(self, dataset: str, variant: str) -> str:
+        return os.path.join(TrainingRun(self.run_dir, dataset, variant).dir, "final")
+
+    def policy_start_dir(self, dataset: str) -> str:
+        """Weights a training run starts from: the setting's own model (paper scale) or the base model."""
+        hub_id = self.config["train"]["settings"][dataset_setting(self.config, dataset)].get("model")
+        return self.model_path(hub_id) if hub_id else self.base_model_dir()
+
+    def filter_policy_dir(self, setting: str) -> str:
+        """The policy whose rollouts filter a chain's data (model.filter_policy[_multi_turn]).
+
+        base: the base model; early: the tiny model's warm start at model.tiny.early_step (weaker than
+        the RL start, as the paper's filter policy); train: the paper's policy, GRPO-trained 80 steps on
+        Tool-N1's data; else a path or hub id.
+        """
+        model = self.config["model"]
+        key = "filter_policy_multi_turn" if setting == "multi_turn" else "filter_policy"
+        policy = model.get(key) or model.get("filter_policy", "base")
+        if policy == "base":
+            return self.base_model_dir()
+        if policy == "early":
+            return self.path("models", "base_early")
+        if policy == "train":
+            return self.final_model_dir("tooln1", "vanilla")
+        return self.model_path(policy)
+
+    def model_dir(self, tag: str) -> str:
+        """The weights behind an evaluation model tag (evaluate.models)."""
+        spec = self.config["evaluate"]["models"][tag]
+        if spec["source"] == "base":
+            return self.base_model_dir()
+        if spec["source"] == "train":
+            return self.final_model_dir(spec["setting"], spec["variant"])
+        return self.final_model_dir(spec["dataset"], self.config["train"]["format_study"]["variant"])
+
+    def model_spec(self, tag: str) -> dict:
+        return {"tag": tag, **self.config["evaluate"]["models"][tag]}
+
+    # --- training -----------------------------------------------------------------------------------
+
+    def training_runs(self) -> list[TrainingRun]:
+        """train.runs: every (setting, variant) at train.seed."""
+        runs = self.config["train"]["runs"]
+        return [TrainingRun(self.run_dir, s, v) for s in SETTINGS for v in runs.get(s, [])]
+
+    def efficiency_runs(self) -> list[TrainingRun]:
+        """train.efficiency.runs: each variant at each seed; train.seed is the plain run."""
+        spec = self.config["train"].get("efficiency") or {}
+        base_seed = self.config["train"]["seed"]
+        return [
+            TrainingRun(self.run_dir, setting, variant, None if seed == base_seed else seed)
+            for setting, variants in sorted((spec.get("runs") or {}).items())
+            for variant, seeds in sorted(variants.items())
+            for seed in seeds
+        ]
+
+    # --- evaluation ---------------------------------------------------------------------------------
+
+    def study_scores(self, study: str, benchmark: str) -> list[Score]:
+        """A study's scores on one benchmark (none when the study leaves the benchmark out).
+
+        The seed-variance study's held-out scores are its variance files; its BFCL ones are
+        bfcl_variance_scores (the other studies' BFCL summaries are at the evaluation seeds).
+        """
+        spec = self.studies.get(study)
+        if spec is None or benchmark not in spec.benchmarks:
+            return []
+        if benchmark == "heldout" and not self.heldout:
+            return []
+        name = "variance.json" if benchmark == "heldout" and study == VARIANCE_STUDY else "summary.json"
+        return [Score(self.run_dir, benchmark, m, p, name) for m, p in spec.pairs]
+
+    def bfcl_scores(self) -> list[Score]:
+        """Every BFCL summary at the evaluation seeds (the seed-variance study's are its variance files)."""
+        found = {s.path: s for st in self.studies if st != VARIANCE_STUDY for s in self.study_scores(st, "bfcl")}
+        return [found[p] for p in sorted(found)]
+
+    def bfcl_variance_scores(self) -> list[Score]:
+        if VARIANCE_STUDY not in self.studies or "bfcl" not in self.studies[VARIANCE_STUDY].benchmarks:
+            return []
+        return [Score(self.run_dir, "bfcl", m, p, "variance.json") for m, p in self.studies[VARIANCE_STUDY].pairs]
+
+    def heldout_scores(self) -> list[Score]:
+        found = {s.path: s for st in self.studies for s in self.study_scores(st, "heldout")}
+        return [found[p] for p in sorted(found)]
+
+    def acebench_scores(self) -> list[Score]:
+        protocol = self.acebench.get("protocol", "stronger")
+        return [Score(self.run_dir, "acebench", m, protocol) for m in self.acebench.get("models", ["base"])]
+
+    def general_scores(self) -> list[Score]:
+        if not self.general:
+            return []
+        return [Score(self.run_dir, "general", m, None) for m in self.general["models"]]
+
+    def study_outputs(self, study: str) -> list[str]:
+        """A study's named target: its score files on every benchmark it runs."""
+        bfcl = self.bfcl_variance_scores() if study == VARIANCE_STUDY else self.study_scores(study, "bfcl")
+        return [*(s.path for s in bfcl), *sorted(s.path for s in self.study_scores(study, "heldout"))]
+
+    def scores(self) -> list[Score]:
+        """Everything the results stage reads from evaluation."""
+        return [
+            *self.bfcl_scores(),
+            *self.bfcl_variance_scores(),
+            *self.acebench_scores(),
+            *self.heldout_scores(),
+            *self.general_scores(),
+        ]
+
+    def eval_seeds(self) -> list[int]:
+        return list(self.config["evaluate"]["seeds"])
+
+    def variance_seeds(self) -> list[int]:
+        spec = self.studies.get(VARIANCE_STUDY)
+        return list(spec.seeds) if spec else self.eval_seeds()
+
+    def heldout_seeds(self, model: str, protocol: str) -> dict:
+        """Evaluation seeds, and the seed-variance study's seeds for its own (model, protocol) pairs."""
+        spec = self.studies.get(VARIANCE_STUDY)
+        in_variance = spec is not None and (model, protocol) in spec.pairs
+        return {"eval": self.eval_seeds(), "variance": self.variance_seeds() if in_variance else self.eval_seeds()}
+
+    def seed_files(self, benchmark: str, model: str, protocol: str, seeds=None) -> list[str]:
+        """One generation job's output a seed: eval/<benchmark>/<model>/<protocol>/seed<k>.json."""
+        seeds = self.eval_seeds() if seeds is None else seeds
+        return [self.path("eval", benchmark, model, protocol, f"seed{s}.json") for s in seeds]
+
+    def analysis_units(self, runs: list[TrainingRun] | None = None) -> dict:
+        """What the analysis reads, as units (its config): every score, and the training runs (train.runs,
+        or `runs`)."""
+        runs = self.training_runs() if runs is None else runs
+        return {"scores": [s.unit() for s in self.scores()], "runs": [r.unit() for r in runs]}
+
+    # --- results ------------------------------------------------------------------------------------
+
+    def filter_report(self) -> str:
+        return self.path("data", "filter_report.json")
+
+    def result_manifests(self, scores=(), runs=(), filter_report: bool = False) -> list[str]:
+        """The manifests of the jobs that wrote the result files the analysis reads (each row cites one)."""
+        found = {s.manifest for s in scores} | {r.manifest for r in runs}
+        if filter_report:
+            found.add(self.manifest("report_filter"))
+        return sorted(found)

@@ -1,0 +1,176 @@
+"""The experiment object: the config's units with their paths and manifests, hand-computed on a small config."""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import pytest
+import yaml
+
+from toolcall_repro.experiment import Experiment, Score, TrainingRun
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CONFIG = {
+    "run_id": "t",
+    "data": {"mode": "synthetic", "sources": {}},
+    "model": {"base": "tiny", "filter_policy": "base"},
+    "filter": {"seed": 0},
+    "train": {
+        "seed": 0,
+        "settings": {"single_turn": {}, "multi_turn": {}},
+        "runs": {"single_turn": ["vanilla"], "multi_turn": ["efficient", "vanilla"]},
+        "efficiency": {"runs": {"multi_turn": {"vanilla": [0, 1], "efficient": [2]}}},
+        "format_study": {"setting": "multi_turn", "variant": "vanilla"},
+    },
+    "evaluate": {
+        "seeds": [0, 1],
+        "heldout": {"per_setting": 4},
+        "models": {
+            "base": {"source": "base"},
+            "rl": {"source": "train", "setting": "multi_turn", "variant": "efficient"},
+            "fmt": {"source": "format", "dataset": "format_multi"},
+        },
+        "studies": {
+            "seed_variance": {"models": ["base"], "protocols": ["default"], "seeds": [0, 1, 2, 3]},
+            "template": {"models": ["base"], "protocols": ["stronger", "context"]},
+            "factorial": {"models": ["base"], "protocols": ["x"], "benchmarks": ["heldout"]},
+            "table4": {"models": ["base", "rl"], "protocols": ["default"]},
+        },
+        "acebench": {"models": ["base", "rl"], "protocol": "stronger"},
+        "general": {"models": ["base", "rl"]},
+    },
+}
+EVAL = os.path.join("results", "t", "eval")
+
+
+def rel(paths):
+    return [os.path.relpath(p, os.path.join("results", "t")) for p in paths]
+
+
+@pytest.fixture
+def exp():
+    return Experiment(copy.deepcopy(CONFIG))
+
+
+def test_training_runs_and_efficiency_seeds(exp):
+    assert [(r.dataset, r.variant, r.seed) for r in exp.training_runs()] == [
+        ("single_turn", "vanilla", None),
+        ("multi_turn", "efficient", None),
+        ("multi_turn", "vanilla", None),
+    ]
+    # train.seed (0) is the plain run; the other seeds sit in seed<k> folders beside it
+    runs = exp.efficiency_runs()
+    assert [r.key for r in runs] == ["multi_turn-efficient-seed2", "multi_turn-vanilla", "multi_turn-vanilla-seed1"]
+    assert rel([r.summary for r in runs]) == [
+        "train/multi_turn/efficient/seed2/summary.json",
+        "train/multi_turn/vanilla/summary.json",
+        "train/multi_turn/vanilla/seed1/summary.json",
+    ]
+    assert rel([runs[2].manifest]) == ["manifests/train_grpo/multi_turn-vanilla-seed1.json"]
+    assert rel(runs[1].files) == [f"train/multi_turn/vanilla/{n}" for n in ("summary.json", "metrics.jsonl", "curve.jsonl")]
+
+
+def test_scores_per_benchmark_with_their_rules_and_manifests(exp):
+    # BFCL at the evaluation seeds: every study but seed_variance, and not the heldout-only factorial
+    assert rel(s.path for s in exp.bfcl_scores()) == [
+        "eval/bfcl/base/context/summary.json",
+        "eval/bfcl/base/default/summary.json",  # table4's, not seed_variance's
+        "eval/bfcl/base/stronger/summary.json",
+        "eval/bfcl/rl/default/summary.json",
+    ]
+    (variance,) = exp.bfcl_variance_scores()
+    assert rel([variance.path, variance.manifest]) == [
+        "eval/bfcl/base/default/variance.json",
+        "manifests/summarise_bfcl_variance/base-default.json",
+    ]
+    # held-out: the seed-variance pair as its variance file, one summary per other pair
+    assert rel(s.path for s in exp.heldout_scores()) == [
+        "eval/heldout/base/context/summary.json",
+        "eval/heldout/base/default/summary.json",
+        "eval/heldout/base/default/variance.json",
+        "eval/heldout/base/stronger/summary.json",
+        "eval/heldout/base/x/summary.json",
+        "eval/heldout/rl/default/summary.json",
+    ]
+    assert {s.rule for s in exp.heldout_scores()} == {"score_heldout"}
+    assert rel(s.manifest for s in exp.acebench_scores()) == [
+        "manifests/summarise_acebench/base-stronger.json",
+        "manifests/summarise_acebench/rl-stronger.json",
+    ]
+    general = exp.general_scores()
+    assert rel([general[1].path, general[1].manifest]) == [
+        "eval/general/rl/summary.json",
+        "manifests/check_general_capability/rl.json",
+    ]
+    assert len(exp.scores()) == 4 + 1 + 6 + 2 + 2
+
+
+def test_a_study_target_and_its_seeds(exp):
+    assert rel(exp.study_outputs("factorial")) == ["eval/heldout/base/x/summary.json"]
+    assert rel(exp.study_outputs("seed_variance")) == [
+        "eval/bfcl/base/default/variance.json",
+        "eval/heldout/base/default/variance.json",
+    ]
+    assert exp.heldout_seeds("base", "default") == {"eval": [0, 1], "variance": [0, 1, 2, 3]}
+    assert exp.heldout_seeds("base", "stronger") == {"eval": [0, 1], "variance": [0, 1]}
+    assert rel(exp.seed_files("bfcl", "rl", "default")) == [
+        "eval/bfcl/rl/default/seed0.json",
+        "eval/bfcl/rl/default/seed1.json",
+    ]
+
+
+def test_without_the_held_out_benchmark_studies_run_on_bfcl_alone():
+    config = copy.deepcopy(CONFIG)
+    del config["evaluate"]["heldout"]
+    exp = Experiment(config)
+    assert exp.heldout_scores() == [] and exp.study_outputs("factorial") == []
+    assert exp.studies["template"].benchmarks == ("bfcl",)
+
+
+def test_models_behind_the_tags(exp):
+    assert rel([exp.model_dir("base"), exp.model_dir("rl"), exp.model_dir("fmt")]) == [
+        "models/base",
+        "train/multi_turn/efficient/final",
+        "train/format_multi/vanilla/final",
+    ]
+    assert rel([exp.heldout_split("format_single"), exp.heldout_split("tooln1")]) == [
+        "data/train/heldout_multi_turn.parquet",  # the format study borrows multi_turn's setting
+        "data/train/heldout_tooln1.parquet",
+    ]
+    assert exp.hub_id("Qwen--Qwen3-4B") == "Qwen/Qwen3-4B"
+
+
+def test_the_analysis_receives_units_that_name_what_they_are(exp):
+    units = exp.analysis_units()
+    first = units["scores"][0]
+    assert {k: first[k] for k in ("benchmark", "model", "protocol", "kind")} == {
+        "benchmark": "bfcl",
+        "model": "base",
+        "protocol": "context",
+        "kind": "summary",
+    }
+    assert [(u["dataset"], u["variant"], u["seed"]) for u in units["runs"]][0] == ("single_turn", "vanilla", None)
+    manifests = exp.result_manifests(exp.scores(), exp.training_runs(), filter_report=True)
+    assert len(manifests) == len(set(manifests)) and rel([manifests[-1]]) == ["manifests/train_grpo/single_turn-vanilla.json"]
+    assert os.path.join("results", "t", "manifests", "report_filter", "all.json") in manifests
+
+
+def test_units_are_plain_values():
+    run = TrainingRun("results/t", "single_turn", "vanilla", 3)
+    assert run.key == "single_turn-vanilla-seed3" and run == TrainingRun("results/t", "single_turn", "vanilla", 3)
+    score = Score("results/t", "general", "base", None)
+    assert score.unit()["path"] == os.path.join("results", "t", "eval", "general", "base", "summary.json")
+
+
+@pytest.mark.parametrize("configfile", ["config/config.yaml", ".test/config.yaml"])
+def test_every_unit_of_the_shipped_configs_has_a_path_of_its_own(configfile):
+    with open(os.path.join(ROOT, configfile)) as f:
+        config = yaml.safe_load(f)
+    exp = Experiment(config)
+    scores = [s.path for s in exp.scores()]
+    assert len(scores) == len(set(scores))  # one file, one unit: no score listed twice
+    assert len({s.manifest for s in exp.scores()}) < len(scores)  # score_heldout writes both files of a pair
+    runs = [r.summary for r in exp.training_runs()]
+    assert len(runs) == len(set(runs)) and all(p.startswith(exp.run_dir + os.sep) for p in scores + runs)
