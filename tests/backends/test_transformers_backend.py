@@ -130,3 +130,17 @@ def test_derive_seed_is_stable_and_distinct():
     seeds = {derive_seed(s, i) for s in range(10) for i in range(100)}
     assert len(seeds) == 1000
     assert all(0 <= s < 2**63 for s in seeds)
+
+
+def test_a_request_past_the_models_context_is_refused_as_vllm_refuses_it(tiny_qwen2):
+    """The context is config.max_position_embeddings (vLLM's default max_model_len): prompt tokens plus
+    max_tokens beyond it raise, naming both; exactly at it the request runs."""
+    from toolcall_repro.backends.transformers import ContextLengthError
+
+    short = TransformersBackend(tiny_qwen2(max_positions=64), threads=1)
+    prompt_tokens = len(short.tokenizer(PROMPT_A, add_special_tokens=False).input_ids)
+    fits = 64 - prompt_tokens
+    (gens,) = short.generate([PROMPT_A], 1, seed=0, temperature=0.0, top_p=1.0, max_tokens=fits)
+    assert gens[0].prompt_tokens == prompt_tokens
+    with pytest.raises(ContextLengthError, match=rf"maximum context length is 64 tokens.*{prompt_tokens} in the prompt and {fits + 1}"):
+        short.generate([PROMPT_A], 1, seed=0, temperature=0.0, top_p=1.0, max_tokens=fits + 1)

@@ -16,12 +16,22 @@ from toolcall_repro.backends.base import (
 )
 
 
+class ContextLengthError(ValueError):
+    """A request longer than the model's context: refused, as vLLM refuses one past max_model_len."""
+
+
 class TransformersBackend(GenerationBackend):
     """``model.generate`` on CPU, one prompt per call (``n`` rows of the same prompt, so no padding).
 
     Each prompt is seeded with ``derive_seed(seed, index)`` through ``torch.manual_seed`` just before its
     call, so its samples do not depend on the other prompts. Stops at the tokenizer's EOS and at
     ``<|im_end|>`` / ``<|endoftext|>`` when the vocabulary has them.
+
+    The model's context is its config's ``max_position_embeddings`` (vLLM's default max_model_len): a
+    prompt whose tokens plus ``max_tokens`` exceed it raises ContextLengthError, as ``vllm serve``
+    answers such a request with an error, instead of running RoPE past the positions the model declares
+    (the tiny model's 12288 against BFCL's multi-turn prompts of ~27k of its tokens). BFCL records it as
+    an inference error of that entry, as it does on vLLM.
     """
 
     kind = "transformers"
@@ -39,6 +49,7 @@ class TransformersBackend(GenerationBackend):
             model_dir, local_files_only=True, dtype=getattr(torch, dtype)
         )
         self.model.eval()
+        self.max_model_len = int(self.model.config.max_position_embeddings)
         self.stop_token_ids = self._stop_token_ids()
         pad = self.tokenizer.pad_token_id
         self.pad_token_id = pad if pad is not None else self.stop_token_ids[0]
@@ -88,6 +99,11 @@ class TransformersBackend(GenerationBackend):
         results = []
         for index, prompt in enumerate(prompts):
             ids = self.tokenizer(prompt, add_special_tokens=False, return_tensors="pt").input_ids
+            if ids.shape[1] + max_tokens > self.max_model_len:
+                raise ContextLengthError(
+                    f"this model's maximum context length is {self.max_model_len} tokens; the request has "
+                    f"{ids.shape[1]} in the prompt and {max_tokens} for the completion (prompt {index})"
+                )
             torch.manual_seed(derive_seed(seed, index))
             out = self.model.generate(
                 input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=config
