@@ -26,8 +26,8 @@ def test_embedded_default_dag(smk):
                  "make_figures", "write_provenance", "archive_results"]:  # fmt: skip
         assert jobs.get(rule, 0) >= 1, rule
     assert jobs["normalise_source"] == 3
-    # 2 settings x 4 variants + the two format-study models
-    assert jobs["train_grpo"] == 10
+    # 2 settings x 2 variants (train.runs: vanilla, efficient) + the two format-study models
+    assert jobs["train_grpo"] == 6
     assert "download_source" not in jobs and "download_model" not in jobs  # no network on the default
 
 
