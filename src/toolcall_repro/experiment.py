@@ -166,14 +166,12 @@ class Experiment:
         """Tool-N1's own RL rows when data.sources names them, else its ingredients: xLAM + ToolACE."""
         return ["tooln1"] if "tooln1" in self.config["data"]["sources"] else ["xlam", "toolace"]
 
-    def filter_policies(self) -> set:
-        model = self.config["model"]
-        return {model.get("filter_policy"), model.get("filter_policy_multi_turn")}
-
     def filter_steps(self) -> list[str]:
         """The chains the filter report merges; the Tool-N1 pool only when the DAG trains the filter policy."""
         steps = ["single_turn", "multi_turn", "format_study"]
-        return steps + (["pool_tooln1"] if "train" in self.filter_policies() else [])
+        model = self.config["model"]
+        policies = {model.get("filter_policy"), model.get("filter_policy_multi_turn")}
+        return steps + (["pool_tooln1"] if "train" in policies else [])
 
     def reported_sources(self) -> list[str]:
         pooled = self.tooln1_sources() if "pool_tooln1" in self.filter_steps() else []

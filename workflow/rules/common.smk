@@ -3,7 +3,7 @@ import os
 import yaml
 
 from toolcall_repro.archive import archive_name, code_tag
-from toolcall_repro.experiment import SETTINGS, SOURCES, Experiment
+from toolcall_repro.experiment import SOURCES, Experiment
 from toolcall_repro.job import files_param, job_param
 from toolcall_repro.preflight import (
     check_config,
@@ -37,7 +37,6 @@ WARMSTART_THREADS = config["engines"].get("warmstart_threads", THREADS)
 # Every job's CPU kernels (torch, MKL, oneDNN), set by the job entry before torch loads: toolcall_repro.machine.
 CPU_CAPABILITY = config["engines"]["cpu_capability"]
 VERL = config["train"].get("verl", {"nodes": 1, "gpus_per_node": 0})
-HELDOUT = EXP.heldout
 # Archives live outside results/<run_id> (Snakemake deletes the old outputs of every job it reruns), named
 # for the run id, the code commit and the config's sha256: a changed knob writes a second archive beside
 # the first, the same code and config the same name.

@@ -96,7 +96,7 @@ rule score_heldout:
         job=job(
             "heldout",
             config=lambda w: {
-                "heldout": HELDOUT,
+                "heldout": EXP.heldout,
                 "reserve": {
                     "fraction": subtree("filter", "reserve_fraction"),
                     "seed": subtree("filter", "seed"),
