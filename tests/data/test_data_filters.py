@@ -108,6 +108,21 @@ def test_rollouts_refuse_a_backend_that_returns_the_wrong_shape():
         scorer(ScriptedBackend({s.id: [right(s)]}), 2)([s])
 
 
+def test_keep_not_all_correct_drops_only_what_the_policy_always_solves():
+    pool = [sample(i) for i in range(6)]
+    script = {}
+    for s in pool:
+        k = int(s.id.split(":")[1]) % 3  # 0: both right, 1: both wrong, 2: one of each
+        script[s.id] = [[right(s)] * 2, [WRONG] * 2, [WRONG, right(s)]][k]
+    config = {"heldout_size": 0, "target_size": None, "keep": "not_all_correct"}
+    train, _, report = filters.filter_single_turn(pool, config, seed=0, score=scorer(ScriptedBackend(script), 2))
+    steps = {s["step"]: s for s in report["steps"]}
+    assert steps["rollouts_not_all_correct"]["dropped"] == {"all_correct": 2}
+    assert {s.id for s in train} == {"xlam:1", "xlam:2", "xlam:4", "xlam:5"}
+    with pytest.raises(ValueError, match=r"keep: 'all' is not one of \['mixed', 'not_all_correct'\]"):
+        filters.filter_single_turn(pool, {**config, "keep": "all"}, seed=0, score=scorer(ScriptedBackend(script), 2))
+
+
 def test_single_turn_chain_keeps_only_mixed_samples():
     pool = [sample(i) for i in range(9)] + [sample(0, source="toolace")]  # toolace:0 duplicates xlam:0
     script = {}

@@ -102,6 +102,20 @@ def mixed_rollouts_rule(scores: list[float]) -> str | None:
     return None
 
 
+def not_all_correct_rule(scores: list[float]) -> str | None:
+    """Single-turn, `keep: not_all_correct`: drop only what the policy always solves (nothing to learn)."""
+    return "all_correct" if all(s > 0 for s in scores) else None
+
+
+# filter.single_turn.keep: which rollout outcomes a single-turn sample survives with
+SINGLE_TURN_KEEP: dict[str, Callable[[list[float]], str | None]] = {
+    "mixed": mixed_rollouts_rule,  # the paper's: sometimes right, sometimes wrong
+    # a policy that solves almost nothing yet (the CPU toy of the paper config, .test/paper-cpu.yaml):
+    # the mixed rule would keep a handful of prompts, this keeps the ones it fails too
+    "not_all_correct": not_all_correct_rule,
+}
+
+
 def min_correct_rule(scores: list[float], min_correct: int) -> str | None:
     """Multi-turn: keep samples the stronger model can solve at least ``min_correct`` times."""
     return None if sum(1 for s in scores if s > 0) >= min_correct else "too_few_correct"
@@ -334,7 +348,8 @@ def filter_single_turn(
         chain.apply("dedupe", duplicate_rule())
     _length_step(chain, config, prompt_tokens)
     heldout = _candidates(chain, config, seed, "single_turn")
-    results = _rollout_step(chain, "rollouts_mixed", score, mixed_rollouts_rule)
+    keep = _choice(config, "keep", tuple(SINGLE_TURN_KEEP))
+    results = _rollout_step(chain, f"rollouts_{keep}", score, SINGLE_TURN_KEEP[keep])
     train, heldout = finish(chain, config, seed, "single_turn", heldout)
     return train, heldout, _report("single_turn", samples, chain, results, train, heldout, config)
 
