@@ -198,4 +198,5 @@ def fake_vllm(monkeypatch):
 
     module = _vllm_0_24_0.module()
     monkeypatch.setitem(sys.modules, "vllm", module)
+    monkeypatch.setitem(sys.modules, "vllm.platforms", module.platforms)
     return module

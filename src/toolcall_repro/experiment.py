@@ -220,12 +220,14 @@ class Experiment:
         return self.config["model"].get("revisions", {}).get(self.hub_id(slug))
 
     def model_path(self, name: str) -> str:
-        """A model named in config: a local directory as is, else a hub id snapshotted by download_model."""
+        """A model named in config: `tiny` (the model warmstart_base_model builds), a local directory as
+        is, else a hub id snapshotted by download_model."""
+        if name == "tiny":
+            return self.path("models", "base")
         return name if os.path.isdir(name) else self.hub_model_dir(name)
 
     def base_model_dir(self) -> str:
-        base = self.config["model"]["base"]
-        return self.path("models", "base") if base == "tiny" else self.model_path(base)
+        return self.model_path(self.config["model"]["base"])
 
     def final_model_dir(self, dataset: str, variant: str) -> str:
         return os.path.join(TrainingRun(self.run_dir, dataset, variant).dir, "final")

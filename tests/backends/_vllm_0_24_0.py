@@ -152,4 +152,7 @@ def module() -> types.ModuleType:
     vllm = types.ModuleType("vllm")
     vllm.LLM, vllm.EngineArgs, vllm.SamplingParams = LLM, engine_args, SamplingParams
     vllm.__version__ = VERSION
+    # `vllm.platforms.current_platform`: the platform vLLM detected (a CUDA build on a GPU: not the CPU)
+    vllm.platforms = types.ModuleType("vllm.platforms")
+    vllm.platforms.current_platform = types.SimpleNamespace(is_cpu=lambda: False)
     return vllm

