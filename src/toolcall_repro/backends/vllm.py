@@ -53,8 +53,12 @@ def on_cpu() -> bool:
 # prefilled in chunks: the step that samples nothing rewinds the request's generator
 # (`gen.set_offset(...)`, gpu_model_runner._bookkeeping_sync), and a CPU generator has no offset
 # ("RuntimeError: CPU Generator does not use offset"). Every request here is seeded (derive_seed), so
-# prompts are prefilled whole (vllm serve: --no-enable-chunked-prefill, eval/bfcl/serve.py).
-CPU_ENGINE_ARGS = {"enable_chunked_prefill": False}
+# prompts are prefilled whole. And its KV cache has an explicit size: without one, vLLM on a CPU reserves
+# gpu_memory_utilization (0.92) of the machine's memory and refuses to start when less is free ("Available
+# memory ... is less than desired CPU memory utilization"), which depends on what else runs. 1 GiB, as
+# the CPU training jobs' VLLM_CPU_KVCACHE_SPACE (which, when set, takes precedence inside vLLM).
+CPU_KV_CACHE_BYTES = 1 << 30
+CPU_ENGINE_ARGS = {"enable_chunked_prefill": False, "kv_cache_memory_bytes": CPU_KV_CACHE_BYTES}
 
 
 def cpu_engine_args() -> dict[str, Any]:

