@@ -82,6 +82,11 @@ def _device_module() -> types.ModuleType:
 DEVICE_MODULE = _device_module()
 
 
+def selected() -> bool:
+    """Whether this job chose the CPU platform (VERL_PLATFORM=cpu)."""
+    return os.environ.get("VERL_PLATFORM", "").strip().lower() == NAME
+
+
 @PlatformRegistry.register(platform=NAME)
 class PlatformCPU(PlatformBase):
     """verl's platform interface on the host CPU (see the module docstring)."""
@@ -103,7 +108,7 @@ class PlatformCPU(PlatformBase):
 
     def is_platform_available(self, use_smi_check: bool = False) -> bool:
         # Never auto-detected: a GPU node without VERL_PLATFORM must not land here.
-        return os.environ.get("VERL_PLATFORM", "").strip().lower() == NAME
+        return selected()
 
     def current_device(self) -> str:
         # verl moves modules and tensors to `device=get_device_id()`; an int there names an accelerator
@@ -231,5 +236,5 @@ def activate() -> None:
     _patch_vllm()
 
 
-if os.environ.get("VERL_PLATFORM", "").strip().lower() == NAME:
+if selected():
     activate()

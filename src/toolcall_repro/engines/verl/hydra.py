@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from toolcall_repro.backends.vllm import CPU_KV_CACHE_BYTES
 from toolcall_repro.runconfig import LOSS_AGG, M_MIN, REQUIRED, ConfigError, RunConfig, parse_run
 
 REWARD_MODULE = "pkg://toolcall_repro.engines.verl.reward"
@@ -173,7 +174,7 @@ def device_environment(verl: Mapping | None) -> dict[str, str]:
         # verl registers its FSDP engine for cuda/npu only: the lookup finds it under cuda/nvidia
         "VERL_ENGINE_DEVICE": "cuda",
         "VERL_ENGINE_VENDOR": "nvidia",
-        "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache for vLLM on the CPU
+        "VLLM_CPU_KVCACHE_SPACE": str(CPU_KV_CACHE_BYTES >> 30),  # GiB: the rollout's, as generation's
         "VLLM_CPU_OMP_THREADS_BIND": "nobind",  # the job's cores are whatever its scheduler gave it
         "OMP_NUM_THREADS": "1",
     }
