@@ -215,6 +215,55 @@ def test_locate_vllm_records_the_vllm_envs_vllm_and_score_bfcl_serves_with_it(
     assert doc["categories"]["simple_python"]["total"] == 2 and doc["summary"]["inference_errors"] == 0
 
 
+def test_serve_flags_spell_engine_arguments_as_vllms_cli():
+    from toolcall_repro.eval.bfcl.locate import serve_flags
+
+    assert serve_flags(
+        {"enable_chunked_prefill": False, "kv_cache_memory_bytes": 1024, "enforce_eager": True}
+    ) == [
+        "--no-enable-chunked-prefill",
+        "--kv-cache-memory-bytes",
+        "1024",
+        "--enforce-eager",
+    ]
+    assert serve_flags({}) == []
+
+
+def test_the_vllm_on_path_runs_the_env_vllm_with_the_recorded_flags_last(tmp_path):
+    """bfcl-eval runs `vllm serve <model> ...` from PATH: with serve args the `vllm` it finds passes its own
+    arguments through and appends them (quoted); without, it is the env's executable itself."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from toolcall_repro.eval.bfcl.serve import vllm_first_on_path
+
+    env_vllm = tmp_path / "env dir" / "vllm"
+    env_vllm.parent.mkdir()
+    env_vllm.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    env_vllm.chmod(0o755)
+    flags = ["--no-enable-chunked-prefill", "--kv-cache-memory-bytes", "1073741824"]
+    with vllm_first_on_path(str(env_vllm), flags):
+        found = shutil.which("vllm")
+        argv = json.loads(
+            subprocess.run(["vllm", "serve", "/m o", "--port", "1"], capture_output=True, text=True).stdout
+        )
+    assert argv == ["serve", "/m o", "--port", "1", *flags]
+    assert not os.path.exists(found)  # the shim is gone with the context
+    with vllm_first_on_path(str(env_vllm)):
+        assert os.path.realpath(shutil.which("vllm")) == str(env_vllm)
+
+
+def test_locate_vllm_records_no_flags_and_an_unknown_platform_where_the_env_cannot_import_vllm(tmp_path):
+    from toolcall_repro.eval.bfcl.locate import serve_args
+
+    (tmp_path / "vllm").write_text("#!/bin/sh\n")
+    assert serve_args(str(tmp_path / "vllm")) == ([], "unknown")  # no python beside it
+    (tmp_path / "python").symlink_to(__import__("sys").executable)  # this env: no vLLM
+    assert serve_args(str(tmp_path / "vllm")) == ([], "unknown")
+
+
 HUNG_VLLM = """#!{python}
 # A `vllm serve` that hangs before it opens its port (a stuck model load): records its pid, then sleeps.
 import os, time

@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from toolcall_repro.io import atomic_write_json
@@ -172,6 +173,7 @@ def generate_results(
     gpus: int = 1,
     gpu_memory_utilization: float = 0.9,
     vllm_bin: str | None = None,
+    serve_args: Sequence[str] = (),
     server_timeout_s: float | None = None,
 ):
     """BFCL result files (bfcl layout) + card.json in out_dir; the Protocol they were generated under.
@@ -199,6 +201,7 @@ def generate_results(
         gpus=gpus,
         gpu_memory_utilization=gpu_memory_utilization,
         vllm_bin=vllm_bin,
+        serve_args=serve_args,
         server_timeout_s=server_timeout_s,
     )
     return parsed
@@ -228,7 +231,7 @@ def run_job(j) -> None:
     input.vllm (vLLM protocols): locate_vllm's record of the `vllm` to serve with. The raw result files go
     to <score>.work beside the score file.
     """
-    from toolcall_repro.eval.bfcl.locate import recorded_vllm
+    from toolcall_repro.eval.bfcl.locate import recorded_serve_args, recorded_vllm
 
     print(f"BFCL_PROJECT_ROOT={_private_bfcl_root()}", file=sys.stderr)
     score = j.out("score")
@@ -246,6 +249,7 @@ def run_job(j) -> None:
         out=score,
         threads=int(j.option("threads")),
         vllm_bin=recorded_vllm(location[0]) if location else None,
+        serve_args=recorded_serve_args(location[0]) if location else (),
         server_timeout_s=j.config["bfcl"].get("server_timeout_s"),
     )
 

@@ -12,7 +12,7 @@ import hashlib
 import os
 import shutil
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
@@ -193,6 +193,7 @@ def generate(
     gpus: int = 1,
     gpu_memory_utilization: float = 0.9,
     vllm_bin: str | None = None,
+    serve_args: Sequence[str] = (),
     server_timeout_s: float | None = None,
     backend: Any | None = None,
     log: Callable = print,
@@ -218,12 +219,15 @@ def generate(
             gpus=gpus,
             gpu_memory_utilization=gpu_memory_utilization,
             vllm_bin=vllm_bin,
+            serve_args=serve_args,
             timeout_s=server_timeout_s,
         )
         tokenizer = owner.tokenizer
         generate_fn = server_generate_fn(owner.client, owner.model_path_or_id, protocol)
         workers = workers or 64
         server = {"url": owner.base_url, "started_here": server_url is None, "workers": workers}
+        if server_url is None:
+            server["serve_args"] = list(serve_args)
     else:
         if backend is None:
             from toolcall_repro.backends import load_backend

@@ -14,6 +14,7 @@ wall-clock limit): `attach_server` stops the server and fails with `ServerTimeou
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -22,7 +23,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -55,10 +56,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def vllm_first_on_path(executable: str):
-    """PATH with only `executable` (as `vllm`) put in front: bfcl-eval runs `vllm` from PATH."""
+def vllm_first_on_path(executable: str, serve_args: Sequence[str] = ()):
+    """PATH with only `executable` (as `vllm`) put in front: bfcl-eval runs `vllm` from PATH. With
+    `serve_args` (what the vLLM env's platform needs, `locate.serve_args`) that `vllm` is a two-line script
+    running `executable` with bfcl-eval's arguments and then these, which come last and so take precedence."""
     shim = tempfile.mkdtemp(prefix="vllm_bin_")
-    os.symlink(executable, os.path.join(shim, "vllm"))
+    target = os.path.join(shim, "vllm")
+    if serve_args:
+        with open(target, "w") as fh:
+            fh.write(f'#!/bin/sh\nexec {shlex.quote(executable)} "$@" {shlex.join(serve_args)}\n')
+        os.chmod(target, 0o755)
+    else:
+        os.symlink(executable, target)
     before = os.environ.get("PATH", "")
     os.environ["PATH"] = f"{shim}{os.pathsep}{before}"
     try:
@@ -137,11 +146,13 @@ def attach_server(
     gpus: int = 1,
     gpu_memory_utilization: float = 0.9,
     vllm_bin: str | None = None,
+    serve_args: Sequence[str] = (),
     timeout_s: float | None = None,
 ) -> None:
     """Point `handler` at a running server (`server_url`, e.g. http://host:8000/v1) or start `vllm serve`.
 
-    Starting one uses `vllm_executable(vllm_bin)`: the vLLM environment's `vllm`, never this env's.
+    Starting one uses `vllm_executable(vllm_bin)`: the vLLM environment's `vllm`, never this env's, with
+    `serve_args` after bfcl-eval's own (locate_vllm's record: what that env's platform needs).
 
     Afterwards `handler.tokenizer` is the model's tokenizer and `handler.client` talks to the server;
     call `handler.shutdown_local_server()` when done (a no-op for a server we did not start).
@@ -165,7 +176,7 @@ def attach_server(
         wait_for_server(server_url, timeout_s)
         handler.spin_up_local_server(**spin_up)
         return
-    with vllm_first_on_path(vllm_executable(vllm_bin)):
+    with vllm_first_on_path(vllm_executable(vllm_bin), serve_args):
         _spin_up_within(handler, timeout_s, spin_up)
 
 
