@@ -158,3 +158,15 @@ def test_model_args_per_backend():
     )
     with pytest.raises(ValueError, match="backend"):
         model_args("sglang", "/m", dtype="float32", device="cpu", seed=0)
+
+
+def test_vllm_engine_arguments_reach_lm_evals_model_as_typed_keywords():
+    """A CPU build's engine arguments ride in model_args; lm-eval's own parser gives them back typed (it
+    passes keywords it does not know on to vllm.LLM)."""
+    from lm_eval.utils import simple_parse_args_string
+
+    engine = {"enable_chunked_prefill": False, "kv_cache_memory_bytes": 1 << 30}
+    text = model_args("vllm", "/m", dtype="bfloat16", device="cpu", seed=3, engine_args=engine)
+    parsed = simple_parse_args_string(text)
+    assert {k: parsed[k] for k in engine} == engine
+    assert parsed["seed"] == 3 and parsed["pretrained"] == "/m"

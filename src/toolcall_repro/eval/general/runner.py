@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -28,15 +29,24 @@ SKIP_KEYS = {"alias", "name", "sample_len", " ", ""}
 
 
 def model_args(
-    backend: str, model_dir: str, *, dtype: str, device: str, seed: int, tensor_parallel: int = 1
+    backend: str,
+    model_dir: str,
+    *,
+    dtype: str,
+    device: str,
+    seed: int,
+    tensor_parallel: int = 1,
+    engine_args: Mapping[str, Any] | None = None,
 ) -> str:
-    """lm-eval model_args; the tokenizer is read from the model directory itself."""
+    """lm-eval model_args; the tokenizer is read from the model directory itself. vllm: `engine_args` go
+    last (lm-eval passes keywords it does not know to vllm.LLM): the platform's, `backends.vllm.cpu_engine_args`."""
     if backend == "hf":
         return f"pretrained={model_dir},tokenizer={model_dir},dtype={dtype},device={device}"
     if backend == "vllm":
         return (
             f"pretrained={model_dir},tokenizer={model_dir},dtype={dtype},seed={seed},"
             f"tensor_parallel_size={tensor_parallel},gpu_memory_utilization=0.85"
+            + "".join(f",{k}={v}" for k, v in (engine_args or {}).items())
         )
     raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
 
@@ -131,8 +141,19 @@ def run_general_eval(
     harness_dir = out_dir / ".harness"
     shutil.rmtree(harness_dir, ignore_errors=True)
     tracker = EvaluationTracker(output_path=str(harness_dir))
+    engine_args = {}
+    if backend == "vllm":  # the job runs in the vLLM env
+        from toolcall_repro.backends.vllm import cpu_engine_args
+
+        engine_args = cpu_engine_args()
     args = model_args(
-        backend, model_dir, dtype=dtype, device=device, seed=seed, tensor_parallel=tensor_parallel
+        backend,
+        model_dir,
+        dtype=dtype,
+        device=device,
+        seed=seed,
+        tensor_parallel=tensor_parallel,
+        engine_args=engine_args,
     )
     results = simple_evaluate(
         model=backend,
@@ -180,6 +201,9 @@ def run_general_eval(
             "device": device,
             "dtype": dtype,
             "batch_size": batch_size,
+            **(
+                {"engine_args": engine_args} if backend == "vllm" else {}
+            ),  # the platform's, beside model_args
             "model_tag": model_tag,
             "model_dir": str(model_dir),
             "model_sha256": model_sha256(model_dir),
