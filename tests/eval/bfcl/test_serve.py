@@ -1,5 +1,6 @@
 """The server path (vLLM at paper scale) against a fake OpenAI-compatible server: concurrency, seeds, sampling."""
 
+import dataclasses
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -9,6 +10,7 @@ import pytest
 from toolcall_repro.eval.bfcl.generate import generate
 from toolcall_repro.eval.bfcl.handler import query_seed
 from toolcall_repro.eval.bfcl.runner import score_run
+from toolcall_repro.eval.seeds import summarise_seeds
 from toolcall_repro.protocol import Protocol
 
 ANSWER = "[calculate_triangle_area(base=10, height=5)]"
@@ -161,9 +163,19 @@ def test_bfcl_starts_vllm_serve_from_the_vllm_env(tiny_model_dir, tmp_path, monk
     assert argv[argv.index("--tensor-parallel-size") + 1] == "2"
     assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.8"
     card = json.loads((out / "card.json").read_text())
-    assert card["generation_server"]["started_here"] is True
+    assert card["generation_server"] == {"url": None, "started_here": True, "workers": 2, "serve_args": []}
     assert card["inference_errors"] == {"simple_python": 0}
     assert score_run(out, protocol)["categories"]["simple_python"]["correct"] == 1
+    # a second seed serves on another free port; the two score files summarise as seeds of one protocol
+    again = dataclasses.replace(protocol, seed=2)
+    other = generate(
+        model_dir=tiny_model_dir, model_tag="served", protocol=again, protocol_id="default",
+        categories=["simple_python"], limit=2, out_dir=tmp_path / "results2", workers=2, gpus=2,
+        gpu_memory_utilization=0.8, log=lambda *_: None,
+    )  # fmt: skip
+    summary = summarise_seeds([score_run(out, protocol), score_run(other, again)])
+    per_seed = summary["metrics"]["category/simple_python"]["per_seed"]
+    assert len(per_seed) == 2 and per_seed[0] == per_seed[1] > 0
     # a named executable that is not there is an error, not a silent fallback to PATH
     with pytest.raises(VLLMNotFound, match="VLLM_BIN"):
         vllm_executable(environ={"VLLM_BIN": str(tmp_path / "nope"), "PATH": str(vllm_env)})

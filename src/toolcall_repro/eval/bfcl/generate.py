@@ -225,7 +225,9 @@ def generate(
         tokenizer = owner.tokenizer
         generate_fn = server_generate_fn(owner.client, owner.model_path_or_id, protocol)
         workers = workers or 64
-        server = {"url": owner.base_url, "started_here": server_url is None, "workers": workers}
+        # a server started here listens on a free port drawn at start: not on the card (the seeds' cards
+        # of one model and protocol must agree, eval/seeds.py), only that it was started and how
+        server = {"url": server_url, "started_here": server_url is None, "workers": workers}
         if server_url is None:
             server["serve_args"] = list(serve_args)
     else:
