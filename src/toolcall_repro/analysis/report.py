@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from toolcall_repro.analysis import claims, efficiency, figures, loaders, scorecard, tables, tabular
+from toolcall_repro.experiment import VARIANCE_STUDY
 from toolcall_repro.io import atomic_path, atomic_write_text
 
 TABLE_NAMES = (
@@ -121,7 +122,7 @@ def build_tables(res: RunResults, cfg: Mapping) -> list[tabular.Table]:
             bfcl, "template", "Multi-turn template: native vs context", _study(cfg, "template", bfcl)
         ),
         tables.study_table(bfcl, "thinking", "Thinking history: keep vs drop", _study(cfg, "thinking", bfcl)),
-        tables.seed_spread_table(_subset(res.bfcl_variance, cfg, "seed_variance")),
+        tables.seed_spread_table(_subset(res.bfcl_variance, cfg, VARIANCE_STUDY)),
         tables.acebench_table(res.acebench),
         tables.filter_chain_table(res.filter_report),
         efficiency.speedup_table(res.runs, baseline=SPEEDUP_BASELINE),
@@ -167,7 +168,7 @@ def heldout_tables(res: RunResults, cfg: Mapping) -> list[tabular.Table]:
     def study(name: str, title: str) -> tabular.Table:
         return tables.study_table(held, f"{name}_heldout", title, _study(cfg, name, held), metrics=metrics)
 
-    spread = _subset(res.heldout_variance, cfg, "seed_variance")
+    spread = _subset(res.heldout_variance, cfg, VARIANCE_STUDY)
     out = [
         tables.seed_spread_table(spread, metrics=metrics),
         study("template", "Held-out: native vs context template"),
@@ -207,7 +208,7 @@ def build_figures(res: RunResults, cfg: Mapping, speedups: pd.DataFrame | None =
     time_label = "device-hours (CPU-hours on CPU)"
     bfcl = res.bfcl
     out = [
-        figures.seed_spread(res.bfcl_variance, _study(cfg, "seed_variance", res.bfcl_variance)),
+        figures.seed_spread(res.bfcl_variance, _study(cfg, VARIANCE_STUDY, res.bfcl_variance)),
         figures.protocol_comparison(
             bfcl,
             _study(cfg, "template", bfcl),
