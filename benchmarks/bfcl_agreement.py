@@ -32,7 +32,11 @@ if "BFCL_PROJECT_ROOT" not in os.environ:  # bfcl-eval creates folders there on 
     os.environ["BFCL_PROJECT_ROOT"] = tempfile.mkdtemp(prefix="bfcl_root_agreement_")
     atexit.register(shutil.rmtree, os.environ["BFCL_PROJECT_ROOT"], ignore_errors=True)
 
-from toolcall_repro.eval.bfcl import agreement, groundtruth  # noqa: E402
+# the agreement harness is a test helper (tests/eval/bfcl/agreement_harness.py), not part of the package
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "eval" / "bfcl"))
+import agreement_harness as agreement  # noqa: E402
+
+from toolcall_repro.eval.bfcl import groundtruth  # noqa: E402
 from toolcall_repro.eval.bfcl.generate import CARD_FILE  # noqa: E402
 from toolcall_repro.eval.bfcl.handler import build_handler, register  # noqa: E402
 from toolcall_repro.eval.bfcl.score import load_category, read_results, score_category  # noqa: E402

@@ -1,8 +1,12 @@
 """Our harness and the official `bfcl evaluate` CLI (separate process and project root) agree per entry."""
 
+import sys
+from pathlib import Path
+
 import pytest
 
-from toolcall_repro.eval.bfcl import agreement
+sys.path.insert(0, str(Path(__file__).parent))  # the harness is a test helper beside this file
+import agreement_harness as agreement  # noqa: E402
 
 CATEGORIES = [
     "simple_python",

@@ -7,7 +7,8 @@
   as ``-x``. One part of that decoder runs model text: an arithmetic expression (``ast.BinOp``) in an
   argument goes to ``eval``. We never hand model text to ``eval``: such an expression is computed here by
   a bounded arithmetic over literals (same value as Python's), and refused when it holds anything else
-  (a name, a call, an attribute) or would be unbounded (`KNOWN_DIVERGENCES` in agreement.py lists both).
+  (a name, a call, an attribute) or would be unbounded (`KNOWN_DIVERGENCES` below lists the first; the
+  second is `MAX_RESULT_BITS` / `MAX_RESULT_ITEMS`).
   Java and JavaScript entries go to bfcl's tree-sitter parsers (they read text, they run nothing).
 * ``xml_json`` (reference ``QwenFCHandler``): the package's one tool-call parser,
   ``toolcall.parse_tool_calls`` (its deliberate differences are listed in `KNOWN_DIVERGENCES` too).
@@ -41,6 +42,18 @@ _BFCL_PYTHON_STRIP = "`\n "
 DECODER_ID = {
     "python": "bfcl_eval.model_handler.utils.default_decode_ast_prompting (BinOp computed without eval)",
     "xml_json": "toolcall_repro.toolcall.parse_tool_calls(fmt='xml_json')",
+}
+
+# Where our verdict differs from bfcl's on purpose, (format, edge variant) -> why. The BFCL card lists them;
+# the agreement harness (tests/eval/bfcl/agreement_harness.py) allows exactly these and fails on any other.
+KNOWN_DIVERGENCES = {
+    ("python", "builtin_in_expression"): (
+        "bfcl hands an argument expression to `eval`, so `len('x')*7` runs and gives 7; we compute only "
+        "arithmetic over literals and refuse names and calls (model text is never run)"
+    ),
+    ("xml_json", "no_newlines"): "bfcl's Qwen FC regex needs newlines inside <tool_call>; we parse the block",
+    ("xml_json", "good_and_bad_block"): "bfcl silently drops an unparsable block; we reject the output",
+    ("xml_json", "list_in_block"): "bfcl reads a JSON list inside one block as no call; we read the calls",
 }
 
 # ---- bounded arithmetic: what bfcl's `eval(ast.unparse(binop))` computes, for literals only ----

@@ -23,8 +23,7 @@ from bfcl_eval.constants.eval_config import POSSIBLE_ANSWER_PATH, PROMPT_PATH
 from bfcl_eval.utils import is_multi_turn, load_dataset_entry
 
 from toolcall_repro.eval.bfcl.aggregate import FORMULAS, SCALE
-from toolcall_repro.eval.bfcl.agreement import KNOWN_DIVERGENCES
-from toolcall_repro.eval.bfcl.decode import DECODER_ID
+from toolcall_repro.eval.bfcl.decode import DECODER_ID, KNOWN_DIVERGENCES
 from toolcall_repro.eval.bfcl.execute import dispatching_executor, forget_instances
 from toolcall_repro.eval.bfcl.handler import ProtocolQwenHandler, build_handler, register, registry_name_for
 from toolcall_repro.eval.bfcl.score import EXCLUDED_CATEGORIES, INFERENCE_ERROR_PREFIX, check_categories

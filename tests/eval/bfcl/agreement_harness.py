@@ -1,5 +1,9 @@
 """Agreement with the official `bfcl evaluate` CLI: same result files, same per-entry verdicts.
 
+A test harness, not part of the package: tests/eval/bfcl/test_agreement.py runs it on a small corpus,
+benchmarks/bfcl_agreement.py on the full sets. The deliberate differences it allows are the package's
+`decode.KNOWN_DIVERGENCES` (the BFCL card lists them).
+
 The CLI only knows bfcl-eval's registered models, so the result files are laid out under a stock
 model with the same output format (`Qwen/Qwen3-8B`: BFCL's python-list prompt; `Qwen/Qwen3-8B-FC`:
 `<tool_call>` JSON) and scored in a separate BFCL_PROJECT_ROOT by a separate process.
@@ -25,6 +29,7 @@ from bfcl_eval.constants.category_mapping import VERSION_PREFIX
 from bfcl_eval.utils import get_directory_structure_by_category, is_multi_turn, is_relevance_or_irrelevance
 
 from toolcall_repro.eval.bfcl import groundtruth
+from toolcall_repro.eval.bfcl.decode import KNOWN_DIVERGENCES  # noqa: F401  (callers read it from here)
 from toolcall_repro.eval.bfcl.handler import build_handler, register
 from toolcall_repro.eval.bfcl.score import load_category, result_file_name, score_category
 from toolcall_repro.toolcall import format_tool_calls, parse_tool_calls
@@ -163,15 +168,6 @@ def corpus(categories: list[str], limit: int | None, fmt: str) -> tuple[dict[str
 # Output shapes where our decoding differs from bfcl's reference handler for the format (QwenHandler for
 # python, QwenFCHandler for xml_json), each with its reason; every other shape must agree. Each one is an
 # edge-corpus variant below, and the test suite checks that the verdicts really differ on it.
-KNOWN_DIVERGENCES = {
-    ("python", "builtin_in_expression"): (
-        "bfcl hands an argument expression to `eval`, so `len('x')*7` runs and gives 7; we compute only "
-        "arithmetic over literals and refuse names and calls (model text is never run)"
-    ),
-    ("xml_json", "no_newlines"): "bfcl's Qwen FC regex needs newlines inside <tool_call>; we parse the block",
-    ("xml_json", "good_and_bad_block"): "bfcl silently drops an unparsable block; we reject the output",
-    ("xml_json", "list_in_block"): "bfcl reads a JSON list inside one block as no call; we read the calls",
-}
 # Refused without a corpus entry (bfcl itself would hang or run out of memory on them, so they cannot be
 # scored by `bfcl evaluate`): `9**9**9`, `'a'*10**9` (tests/eval/bfcl/test_decode.py).
 UNBOUNDED_EXPRESSIONS = (
