@@ -99,7 +99,7 @@ def test_a_bad_spec_is_refused_with_the_key_and_what_is_allowed(tmp_path, capsys
 
 
 def test_accessors_name_the_rule_and_what_is_there():
-    j = job.Job(rule="r", stage="pool", input={"a": "x", "b": ["y", "z"]}, output={"o": "p"})
+    j = job.Job(rule="r", stage="pool_tooln1", input={"a": "x", "b": ["y", "z"]}, output={"o": "p"})
     assert j.path("a") == "x" and j.paths("a") == ["x"] and j.paths("b") == ["y", "z"] and j.out("o") == "p"
     with pytest.raises(job.JobError, match=r"r: input 'b' is a list of 2"):
         j.path("b")

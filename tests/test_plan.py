@@ -9,7 +9,7 @@ RUN = {"batch_size": 256, "n": 16, "epochs": 4, "downsample": {"m": 8}, "filter"
 
 # The job entry's line as Snakemake prints it: `python -m toolcall_repro.job SPEC FILES > log 2>&1`.
 SPEC = {
-    "stage": "train",
+    "stage": "train_grpo",
     "config": {"batch_size": 256, "n": 16, "epochs": 4, "downsample": {"m": 8}},
     "seeds": {"train": 0},
     "options": {"engine": "verl", "nodes": 2},

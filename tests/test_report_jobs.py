@@ -23,7 +23,7 @@ def test_the_record_job_sums_the_manifests_under_the_whole_config(tmp_path):
     run_dir = make_run(tmp_path)
     config = {"run_id": "demo", "train": {"seed": 0}}
     out = str(run_dir / "provenance.json")
-    job = Job(rule="write_provenance", stage="record", input={"tables": str(run_dir / "tables" / "index.md")},
+    job = Job(rule="write_provenance", stage="write_provenance", input={"tables": str(run_dir / "tables" / "index.md")},
               output={"record": out}, files={"input": [], "output": [out]}, config=config,
               options={"run_dir": str(run_dir)})  # fmt: skip
     assert run(job) == 0
@@ -38,7 +38,7 @@ def test_the_archive_job_packs_the_run_and_its_config_files(tmp_path, capsys):
     extra = tmp_path / "config.yaml"
     extra.write_text("run_id: demo\n")
     out = str(tmp_path / "archives" / "demo-x-y.tar.gz")
-    job = Job(rule="archive_results", stage="archive",
+    job = Job(rule="archive_results", stage="archive_results",
               input={"record": str(run_dir / "provenance.json"), "config": [str(extra)]},
               output={"archive": out}, files={"input": [], "output": [out]},
               options={"run_dir": str(run_dir), "weights": "final"})  # fmt: skip

@@ -227,7 +227,7 @@ def archive_run(run_dir: str | Path, out: str | Path, extra: Iterable[str | Path
     return info
 
 
-def job(j) -> None:
+def archive_results(j) -> None:
     """The archive_results job (toolcall_repro.job): the run folder, its config files, the weights policy."""
     archive_run(j.option("run_dir"), j.out("archive"), j.paths("config"), weights=j.option("weights"))
 

@@ -7,7 +7,7 @@ that reads input or output is "derived" and not recorded). `params.files` (`FILE
 `input`, `output` and `resources`. Together, one job as JSON:
 
     {"rule": "train_grpo",            # the folder of output.manifest: manifests/<rule>/<key>.json
-     "stage": "train",                # which package function runs (STAGES below)
+     "stage": "train_grpo",           # the rule's own name, or X's for `use rule X as Y` (STAGES below)
      "input": {"train": "...parquet", "samples": ["...", "..."]},   # the rule's named inputs
      "output": {"summary": "...", "manifest": "..."},              # the rule's named outputs
      "files": {"input": [...], "output": [...]},                   # every path, named or not
@@ -33,41 +33,42 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# stage -> "module:function". One entry per kind of job; a rule names its stage in params.job.
-# The functions live beside the stage's own CLI (each module's `main(argv)` stays for humans).
+# stage -> the module of its function. A stage is named as its rule (workflow/rules/*.smk) and runs the
+# function of that name: rule `score_bfcl` runs `toolcall_repro.eval.bfcl.__main__.score_bfcl`. A rule
+# made by `use rule X as Y` (train_grpo_seed) runs X's stage. Each module's `main(argv)` stays for humans.
 STAGES: dict[str, str] = {
     # data.smk
-    "synthesize_source": "toolcall_repro.data.synthetic:job",
-    "download_source": "toolcall_repro.data.download:job",
-    "normalise_source": "toolcall_repro.data.normalise:job",
-    "download_lm_eval_data": "toolcall_repro.eval.general.fetch:job",
+    "synthesize_source": "toolcall_repro.data.synthetic",
+    "download_source": "toolcall_repro.data.download",
+    "normalise_source": "toolcall_repro.data.normalise",
+    "download_lm_eval_data": "toolcall_repro.eval.general.fetch",
     # models.smk
-    "warm_start": "toolcall_repro.engines.local.warmstart:job",
-    "download_model": "toolcall_repro.data.download:model_job",
+    "warmstart_base_model": "toolcall_repro.engines.local.warmstart",
+    "download_model": "toolcall_repro.data.download",
     # filter.smk
-    "filter_single_turn": "toolcall_repro.data.filter_cli:single_turn_job",
-    "filter_multi_turn": "toolcall_repro.data.filter_cli:multi_turn_job",
-    "format_subsets": "toolcall_repro.data.filter_cli:format_subsets_job",
-    "pool": "toolcall_repro.data.filter_cli:pool_job",
-    "filter_report": "toolcall_repro.data.report:job",
+    "filter_single_turn": "toolcall_repro.data.filter_cli",
+    "filter_multi_turn": "toolcall_repro.data.filter_cli",
+    "subset_format_study": "toolcall_repro.data.filter_cli",
+    "pool_tooln1": "toolcall_repro.data.filter_cli",
+    "report_filter": "toolcall_repro.data.report",
     # train.smk
-    "train": "toolcall_repro.engines.train:job",
-    "efficiency_report": "toolcall_repro.analysis.__main__:efficiency_job",
+    "train_grpo": "toolcall_repro.engines.train",
+    "report_efficiency": "toolcall_repro.analysis.__main__",
     # evaluate.smk
-    "locate_vllm": "toolcall_repro.eval.bfcl.locate:locate_vllm",
-    "bfcl": "toolcall_repro.eval.bfcl.__main__:run_job",
-    "bfcl_summary": "toolcall_repro.eval.bfcl.__main__:summarise_job",
-    "heldout": "toolcall_repro.eval.heldout:job",
-    "acebench_download": "toolcall_repro.eval.acebench.__main__:download_job",
-    "acebench_synthesize": "toolcall_repro.eval.acebench.__main__:synthesize_job",
-    "acebench": "toolcall_repro.eval.acebench.__main__:run_job",
-    "acebench_summary": "toolcall_repro.eval.acebench.__main__:summarise_job",
-    "general": "toolcall_repro.eval.general.__main__:job",
+    "locate_vllm": "toolcall_repro.eval.bfcl.locate",
+    "score_bfcl": "toolcall_repro.eval.bfcl.__main__",
+    "summarise_bfcl": "toolcall_repro.eval.bfcl.__main__",
+    "score_heldout": "toolcall_repro.eval.heldout",
+    "download_acebench": "toolcall_repro.eval.acebench.__main__",
+    "synthesize_acebench": "toolcall_repro.eval.acebench.__main__",
+    "score_acebench": "toolcall_repro.eval.acebench.__main__",
+    "summarise_acebench": "toolcall_repro.eval.acebench.__main__",
+    "check_general_capability": "toolcall_repro.eval.general.__main__",
     # report.smk
-    "tables": "toolcall_repro.analysis.__main__:tables_job",
-    "figures": "toolcall_repro.analysis.__main__:figures_job",
-    "record": "toolcall_repro.provenance:record_job",
-    "archive": "toolcall_repro.archive:job",
+    "make_tables": "toolcall_repro.analysis.__main__",
+    "make_figures": "toolcall_repro.analysis.__main__",
+    "write_provenance": "toolcall_repro.provenance",
+    "archive_results": "toolcall_repro.archive",
 }
 
 
@@ -208,8 +209,7 @@ def files_param(wildcards, input, output, resources):
 
 
 def stage_function(stage: str) -> Callable[[Job], object]:
-    module, _, name = STAGES[stage].partition(":")
-    return getattr(importlib.import_module(module), name)
+    return getattr(importlib.import_module(STAGES[stage]), stage)
 
 
 def cpu_seconds() -> float:

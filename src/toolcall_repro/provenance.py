@@ -181,7 +181,7 @@ def write_record(run_dir: str | Path, config: Mapping, out: str | Path) -> dict:
     return record
 
 
-def record_job(j) -> None:
+def write_provenance(j) -> None:
     """The write_provenance job (toolcall_repro.job): config is the whole config, the record's own.
 
     It sums every manifest under the run's manifests/ (collect_manifests), not only declared inputs:

@@ -18,7 +18,7 @@ def analysis_job(stage, run_dir, out_dir, declared, config, **extra_inputs):
     output = {"index": str(out_dir / "index.md"), "manifest": str(out_dir.parent / "manifests" / f"{stage}.json")}
     inputs = {"results": declared, **extra_inputs}
     files = declared + list(extra_inputs.values())
-    return Job(rule=f"make_{stage}", stage=stage, input=inputs, output=output,
+    return Job(rule=stage, stage=stage, input=inputs, output=output,
                files={"input": files, "output": list(output.values())}, config=config,
                seeds={"eval": [0, 1]}, options={"run_dir": str(run_dir)})  # fmt: skip
 
@@ -26,11 +26,11 @@ def analysis_job(stage, run_dir, out_dir, declared, config, **extra_inputs):
 def test_tables_and_figures_jobs_write_what_the_cli_writes(run_dir, run_units, tmp_path):
     declared = sorted(str(p) for p in run_dir.rglob("*") if p.is_file())
     config = {**CONFIG, **run_units}  # the rule's config: the evaluate subtree and the experiment's units
-    tables = analysis_job("tables", run_dir, tmp_path / "jobs" / "tables", declared, config)
+    tables = analysis_job("make_tables", run_dir, tmp_path / "jobs" / "tables", declared, config)
     assert run(tables) == 0
     tables_csv = str(tmp_path / "jobs" / "tables" / "csv")
     speedup = f"{tables_csv}/speedup.csv"
-    figures = analysis_job("figures", run_dir, tmp_path / "jobs" / "figures", declared, config, tables_csv=tables_csv)
+    figures = analysis_job("make_figures", run_dir, tmp_path / "jobs" / "figures", declared, config, tables_csv=tables_csv)
     assert run(figures) == 0
     cli = tmp_path / "cli"
     assert main(["tables", "--run-dir", str(run_dir), "--out-dir", str(cli / "tables"), "--inputs", *declared,

@@ -19,7 +19,7 @@ def train_job(tmp_path, engine="verl", nodes=1, launcher="workflow/scripts/verl/
     inputs = {"train": "t.parquet", "heldout": "h.parquet", "base": "m"}
     return Job(
         rule="train_grpo",
-        stage="train",
+        stage="train_grpo",
         input=inputs,
         output=output,
         files={"input": [], "output": list(output.values())},
@@ -71,4 +71,4 @@ def test_a_failed_launcher_is_the_jobs_exit_status_and_leaves_no_manifest(tmp_pa
 
 def test_an_unknown_engine_is_refused(tmp_path):
     with pytest.raises(ValueError, match="engine 'gpu' is not one of"):
-        train.job(train_job(tmp_path, engine="gpu"))
+        train.train_grpo(train_job(tmp_path, engine="gpu"))

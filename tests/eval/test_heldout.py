@@ -103,7 +103,7 @@ def test_job_writes_what_the_cli_writes_and_records_its_spec(tmp_path, tiny_mode
     out = tmp_path / "job"
     output = {name: str(out / f"{name}.json") for name in ("seeds", "summary", "variance")}
     manifest = run_stage(
-        "heldout",
+        "score_heldout",
         input={"model": str(tiny_model_dir), "samples": [str(tmp_path / "pool.parquet")],
                "exclude": [str(tmp_path / "train.parquet")]},
         output={**output, "manifest": str(tmp_path / "manifests" / "score_heldout" / "base-default.json")},

@@ -17,6 +17,9 @@ def job_counts(stdout: str) -> dict[str, int]:
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
+TWIN_OF = {"train_grpo_seed": "train_grpo", "summarise_bfcl_variance": "summarise_bfcl"}
+
+
 def test_embedded_default_dag(smk):
     res = smk("-n", "--nolock")
     assert res.returncode == 0, res.stderr
@@ -95,6 +98,8 @@ def test_every_job_runs_through_the_job_entry_with_its_own_paths(smk, configfile
         spec = j.spec
         assert spec is not None, (j.rule, j.shell)
         assert spec["stage"] in STAGES, spec["stage"]
+        # rule name = stage name = function name; a `use rule X as Y` twin runs X's stage
+        assert spec["stage"] == TWIN_OF.get(j.rule, j.rule), (j.rule, spec["stage"])
         assert sorted(spec["files"]["input"]) == sorted(j.inputs if j.inputs != [""] else []), j.rule
         assert sorted(spec["files"]["output"]) == sorted(j.outputs), j.rule
         manifest = spec["output"].get("manifest")

@@ -145,7 +145,7 @@ def early_model_output():
 def train_job(seeds):
     """params.job of a training run: its run config, its seeds, the engine and the launcher's options."""
     return job(
-        "train",
+        "train_grpo",
         config=lambda w: compose_run(config, w.dataset, w.variant),
         seeds=seeds,
         gpus=VERL["nodes"] * VERL["gpus_per_node"],

@@ -57,7 +57,7 @@ rule score_bfcl:
     params:
         files=files_param,
         job=job(
-            "bfcl",
+            "score_bfcl",
             config=lambda w: {
                 "bfcl": subtree("evaluate", "bfcl"),
                 "protocol": protocol_spec(w.protocol, w.seed, w.model),
@@ -94,7 +94,7 @@ rule score_heldout:
     params:
         files=files_param,
         job=job(
-            "heldout",
+            "score_heldout",
             config=lambda w: {
                 "heldout": EXP.heldout,
                 "reserve": {
@@ -130,7 +130,7 @@ rule summarise_bfcl:
     params:
         files=files_param,
         job=job(
-            "bfcl_summary",
+            "summarise_bfcl",
             config={"seeds": subtree("evaluate", "seeds")},
             seeds={"eval": subtree("evaluate", "seeds")},
         ),
@@ -138,7 +138,8 @@ rule summarise_bfcl:
         JOB
 
 
-rule summarise_bfcl_variance:
+# The seed-variance study's summary: the same job over that study's seeds (evaluate.studies.seed_variance).
+use rule summarise_bfcl as summarise_bfcl_variance with:
     input:
         seeds=lambda w: EXP.seed_files(
             "bfcl", w.model, w.protocol, EXP.variance_seeds()
@@ -150,20 +151,13 @@ rule summarise_bfcl_variance:
         R("logs", "summarise_bfcl_variance", "{model}-{protocol}.log"),
     benchmark:
         R("benchmarks", "summarise_bfcl_variance", "{model}-{protocol}.tsv")
-    conda:
-        "../envs/cpu.yaml"
-    threads: 1
-    resources:
-        gpu=0,
     params:
         files=files_param,
         job=job(
-            "bfcl_summary",
+            "summarise_bfcl",
             config={"seeds": EXP.variance_seeds()},
             seeds={"eval": EXP.variance_seeds()},
         ),
-    shell:
-        JOB
 
 
 localrules:
@@ -188,7 +182,7 @@ rule download_acebench:
     params:
         files=files_param,
         job=job(
-            "acebench_download",
+            "download_acebench",
             config=lambda w: {
                 "repo": ACEBENCH.get("repo"),
                 "commit": ACEBENCH.get("commit"),
@@ -215,7 +209,7 @@ rule synthesize_acebench:
     params:
         files=files_param,
         job=job(
-            "acebench_synthesize",
+            "synthesize_acebench",
             config=lambda w: {"synthetic": ACEBENCH.get("synthetic")},
             seeds=lambda w: {"data": ACEBENCH["synthetic"]["seed"]},
         ),
@@ -242,7 +236,7 @@ rule score_acebench:
     params:
         files=files_param,
         job=job(
-            "acebench",
+            "score_acebench",
             config=lambda w: {
                 "acebench": subtree("evaluate", "acebench"),
                 "protocol": protocol_spec(w.protocol, w.seed, w.model),
@@ -273,7 +267,7 @@ rule summarise_acebench:
     params:
         files=files_param,
         job=job(
-            "acebench_summary",
+            "summarise_acebench",
             config={"seeds": subtree("evaluate", "seeds")},
             seeds={"eval": subtree("evaluate", "seeds")},
         ),
@@ -301,7 +295,7 @@ rule check_general_capability:
     params:
         files=files_param,
         job=job(
-            "general",
+            "check_general_capability",
             config=lambda w: {
                 "general": subtree("evaluate", "general"),
                 "model": EXP.model_spec(w.model),

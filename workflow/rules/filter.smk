@@ -93,7 +93,7 @@ rule subset_format_study:
     params:
         files=files_param,
         job=job(
-            "format_subsets",
+            "subset_format_study",
             config=subtree("filter", "format_study"),
             seeds={"filter": subtree("filter", "seed")},
         ),
@@ -124,7 +124,9 @@ rule pool_tooln1:
     params:
         files=files_param,
         job=job(
-            "pool", config=heldout_cfg(), seeds={"filter": subtree("filter", "seed")}
+            "pool_tooln1",
+            config=heldout_cfg(),
+            seeds={"filter": subtree("filter", "seed")},
         ),
     shell:
         JOB
@@ -164,6 +166,6 @@ rule report_filter:
         gpu=0,
     params:
         files=files_param,
-        job=job("filter_report", config=subtree("filter")),
+        job=job("report_filter", config=subtree("filter")),
     shell:
         JOB

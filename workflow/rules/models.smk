@@ -27,7 +27,7 @@ rule warmstart_base_model:
         # float sums, hence the weights.
         files=files_param,
         job=job(
-            "warm_start",
+            "warmstart_base_model",
             config=lambda w: {
                 "model.tiny": subtree("model", "tiny"),
                 "filter.reserve_fraction": subtree("filter", "reserve_fraction"),

@@ -52,7 +52,7 @@ rule make_tables:
     params:
         files=files_param,
         job=job(
-            "tables",
+            "make_tables",
             config={
                 "evaluate": subtree("evaluate"),
                 **EXP.analysis_units(),
@@ -96,7 +96,7 @@ rule make_figures:
     params:
         files=files_param,
         job=job(
-            "figures",
+            "make_figures",
             config={
                 "evaluate": subtree("evaluate"),
                 **EXP.analysis_units(),
@@ -131,7 +131,7 @@ rule write_provenance:
     params:
         # the whole config: the record's own (no manifest: the record sums the manifests)
         files=files_param,
-        job=job("record", config=config, rule="write_provenance", run_dir=RUN),
+        job=job("write_provenance", config=config, rule="write_provenance", run_dir=RUN),
     shell:
         JOB
 
@@ -158,7 +158,7 @@ rule archive_results:
     params:
         files=files_param,
         job=job(
-            "archive",
+            "archive_results",
             rule="archive_results",
             run_dir=RUN,
             weights=ARCHIVE_CFG["weights"],

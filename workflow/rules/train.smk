@@ -78,7 +78,7 @@ rule report_efficiency:
     params:
         files=files_param,
         job=job(
-            "efficiency_report",
+            "report_efficiency",
             config={
                 "efficiency": config["train"].get("efficiency") or {},
                 "variants": subtree("train", "variants"),

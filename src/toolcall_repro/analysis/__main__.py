@@ -4,7 +4,7 @@
 With `--inputs` (the rule's declared inputs) nothing else under the run directory is read; the figures
 take the speedup table as make_tables wrote it (`--speedup`) instead of building it again.
 
-The rules run `tables_job`, `figures_job` and `efficiency_job` through the job entry (toolcall_repro.job):
+The rules run `make_tables`, `make_figures` and `report_efficiency` through the job entry (toolcall_repro.job):
 the inputs are the rule's own, the output folder that of its `index`, the config the rule's subtree.
 """
 
@@ -86,19 +86,19 @@ def _job_paths(j) -> tuple[str, str, list[str]]:
     return j.option("run_dir"), os.path.dirname(j.out("index")), list(j.files.get("input", []))
 
 
-def tables_job(j) -> None:
+def make_tables(j) -> None:
     run_dir, out_dir, inputs = _job_paths(j)
     written = tables(run_dir, out_dir, j.config, inputs)
     print(f"wrote {len(written)} files to {out_dir}")
 
 
-def figures_job(j) -> None:
+def make_figures(j) -> None:
     run_dir, out_dir, inputs = _job_paths(j)
     written = figures(run_dir, out_dir, j.config, inputs, os.path.join(j.path("tables_csv"), "speedup.csv"))
     print(f"wrote {len(written)} files to {out_dir}")
 
 
-def efficiency_job(j) -> None:
+def report_efficiency(j) -> None:
     run_dir, out_dir, inputs = _job_paths(j)
     written = efficiency(run_dir, out_dir, j.config, inputs)
     print(f"wrote {len(written)} files to {out_dir}")

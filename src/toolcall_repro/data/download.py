@@ -86,7 +86,7 @@ def sidecar_path(out: str | Path) -> Path:
 MODEL_RECORD = "download.json"
 
 
-def download_model(hub_id: str, revision: str | None, out: str | Path) -> dict:
+def snapshot_model(hub_id: str, revision: str | None, out: str | Path) -> dict:
     """Snapshot a Hub model into the results tree; record the commit and each file's LFS sha256."""
     from huggingface_hub import HfApi, snapshot_download
 
@@ -107,18 +107,18 @@ def model_main(argv: list[str]) -> None:
     parser.add_argument("--revision", default=None, help="commit sha to pin (default: the main branch now)")
     parser.add_argument("--out", required=True, help="model directory to create")
     args = parser.parse_args(argv)
-    record = download_model(args.hub_id, args.revision, args.out)
+    record = snapshot_model(args.hub_id, args.revision, args.out)
     print(f"{args.hub_id}@{record['resolved_revision']}: {len(record['files_sha256'])} files in {args.out}")
 
 
-def model_job(j) -> None:
+def download_model(j) -> None:
     """The download_model job (toolcall_repro.job): config {"hub_id", "revision"} (revision may be null)."""
     out = j.out("model")
-    record = download_model(j.config["hub_id"], j.config.get("revision"), out)
+    record = snapshot_model(j.config["hub_id"], j.config.get("revision"), out)
     print(f"{j.config['hub_id']}@{record['resolved_revision']}: {len(record['files_sha256'])} files in {out}")
 
 
-def job(j) -> None:
+def download_source(j) -> None:
     """The download_source job (toolcall_repro.job): config is data.sources.<source> (hub_id, revision,
     split, optional data_files)."""
     cfg = j.config

@@ -181,15 +181,15 @@ def _rollout_job(j, setting: str) -> None:
     )
 
 
-def single_turn_job(j) -> None:
+def filter_single_turn(j) -> None:
     _rollout_job(j, "single_turn")
 
 
-def multi_turn_job(j) -> None:
+def filter_multi_turn(j) -> None:
     _rollout_job(j, "multi_turn")
 
 
-def format_subsets_job(j) -> None:
+def subset_format_study(j) -> None:
     _print_report(
         format_subsets(
             single=j.path("single"),
@@ -203,7 +203,7 @@ def format_subsets_job(j) -> None:
     )
 
 
-def pool_job(j) -> None:
+def pool_tooln1(j) -> None:
     _print_report(
         pool(
             inputs=j.paths("samples"),

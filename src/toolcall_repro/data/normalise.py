@@ -49,7 +49,7 @@ def normalise_file(
     return summary
 
 
-def job(j) -> None:
+def normalise_source(j) -> None:
     """The normalise_source job (toolcall_repro.job)."""
     s = normalise_file(j.config["source"], j.path("raw"), j.out("samples"), j.out("rejects"), j.out("report"))
     print(f"{s['source']}: {s['rows']} rows -> {s['samples']} samples, {s['rows_rejected']} rejected {s['rejects']}")

@@ -119,7 +119,7 @@ def write_report(steps: list[str], normalise: list[str], rejects: list[str], out
     return report
 
 
-def job(j) -> None:
+def report_filter(j) -> None:
     """The report_filter job (toolcall_repro.job): every chain's report, normalise reports, rejects."""
     write_report(j.paths("steps"), j.paths("normalise"), j.paths("rejects"), j.out("json"), j.out("md"))
 

@@ -272,7 +272,7 @@ def synthesize(source: str, config: dict, seed: int, out: str, planted: str | No
     print(f"{source}: wrote {n} raw rows ({len(planted_rows)} malformed on purpose) to {out}")
 
 
-def job(j) -> None:
+def synthesize_source(j) -> None:
     """The synthesize_source job (toolcall_repro.job): config is this source's data.synthetic subtree."""
     synthesize(j.option("source"), j.config, j.seed("data"), j.out("raw"))
 

@@ -96,7 +96,7 @@ def _verl_kwargs(j) -> dict:
     }
 
 
-def job(j) -> int:
+def train_grpo(j) -> int:
     """The train_grpo job: config is the run config (runconfig.compose_run), seeds {"train": S}."""
     engine = j.option("engine")
     if engine == "local":

@@ -182,7 +182,7 @@ def evaluate(
     print(json.dumps({d["card"]["seed"]: d["summary"] for d in docs}))
 
 
-def job(j) -> int | None:
+def score_heldout(j) -> int | None:
     """The score_heldout job (toolcall_repro.job): one (model, protocol), every seed.
 
     config: {heldout: evaluate.heldout, reserve: {fraction, seed}, protocol: its spec (backend included),

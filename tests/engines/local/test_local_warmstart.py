@@ -219,7 +219,7 @@ def test_the_configured_cpu_capability_decides_the_weights_not_the_callers_shell
         out, manifest = tmp_path / name, tmp_path / f"{name}.json"
         spec = {
             "rule": "warmstart_base_model",
-            "stage": "warm_start",
+            "stage": "warmstart_base_model",
             "config": {
                 "model.tiny": dict(config["model"]["tiny"], sft_steps=4),
                 "filter.reserve_fraction": config["filter"]["reserve_fraction"],

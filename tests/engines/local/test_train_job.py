@@ -13,7 +13,7 @@ def train_job(files, base, out, cfg, seed=3):
     inputs = {"train": str(files["single_turn"]), "heldout": str(files["heldout_single_turn"]), "base": str(base)}
     return Job(
         rule="train_grpo",
-        stage="train",
+        stage="train_grpo",
         input=inputs,
         output=output,
         files={"input": list(inputs.values()), "output": list(output.values())},

@@ -55,7 +55,7 @@ def train_commands(work: Path) -> dict[str, Job]:
         argv = shlex.split(line)
         at = argv.index("toolcall_repro.job")
         job = Job.from_json(argv[at + 1], argv[at + 2])  # params.job, params.files
-        if job.stage != "train":
+        if job.stage != "train_grpo":
             continue
         out = os.path.dirname(job.out("summary"))
         jobs["-".join(Path(out).parts[-2:])] = job

@@ -125,7 +125,7 @@ def test_score_and_summarise_jobs_write_what_the_cli_writes(
     }
     out = tmp_path / "job" / "seed1.json"
     manifest = run_stage(
-        "acebench", input={"model": str(tiny_model_dir), "data": str(data_dir)},
+        "score_acebench", input={"model": str(tiny_model_dir), "data": str(data_dir)},
         output={"score": str(out), "manifest": str(tmp_path / "manifests" / "score_acebench" / "base-stronger-1.json")},
         config=config, seeds={"eval": 1}, threads=1,
     )  # fmt: skip
@@ -133,7 +133,7 @@ def test_score_and_summarise_jobs_write_what_the_cli_writes(
     assert manifest["config"] == config and manifest["seeds"] == {"eval": 1}
     summary = tmp_path / "job" / "summary.json"
     run_stage(
-        "acebench_summary", input={"seeds": [str(out)]},
+        "summarise_acebench", input={"seeds": [str(out)]},
         output={"summary": str(summary), "manifest": str(tmp_path / "manifests" / "summarise_acebench" / "s.json")},
         config={"seeds": [1]}, seeds={"eval": [1]},
     )  # fmt: skip

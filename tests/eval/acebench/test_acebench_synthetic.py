@@ -39,7 +39,7 @@ def test_synthesize_and_download_jobs_write_the_clis_folders(twins, tmp_path, ru
     from the spec, the same folder as the CLI's, the manifest recording the spec."""
     out = tmp_path / "synthetic"
     manifest = run_stage(
-        "acebench_synthesize", input={},
+        "synthesize_acebench", input={},
         output={"data": str(out), "manifest": str(tmp_path / "manifests" / "synthesize_acebench" / "all.json")},
         config={"synthetic": {"rows": 4, "seed": 7}}, seeds={"data": 7},
     )  # fmt: skip
@@ -59,7 +59,7 @@ def test_synthesize_and_download_jobs_write_the_clis_folders(twins, tmp_path, ru
     config = {"repo": (tmp_path / "repo").as_uri(), "commit": commit}
     data = tmp_path / "download" / "data_en"
     manifest = run_stage(
-        "acebench_download", input={},
+        "download_acebench", input={},
         output={"data": str(data), "manifest": str(tmp_path / "manifests" / "download_acebench" / "all.json")},
         config=config, seeds={},
     )  # fmt: skip

@@ -173,7 +173,7 @@ def test_score_bfcl_job_scores_as_the_cli_and_records_its_spec(
     }
     score = str(root / "eval" / "seed0.json")
     manifest = run_stage(
-        "bfcl", input={"model": str(tiny_model_dir)},
+        "score_bfcl", input={"model": str(tiny_model_dir)},
         output={"score": score, "manifest": str(root / "manifests" / "score_bfcl" / "base-default-0.json")},
         config=config, seeds={"eval": 0}, threads=1,
     )  # fmt: skip
@@ -190,7 +190,7 @@ def test_score_bfcl_job_scores_as_the_cli_and_records_its_spec(
     inputs = [str(two_seeds / f"seed{s}.json") for s in (0, 1)]
     summary = str(root / "summary.json")
     manifest = run_stage(
-        "bfcl_summary", input={"seeds": inputs},
+        "summarise_bfcl", input={"seeds": inputs},
         output={"summary": summary, "manifest": str(root / "manifests" / "summarise_bfcl" / "base-default.json")},
         config={"seeds": [0, 1]}, seeds={"eval": [0, 1]},
     )  # fmt: skip

@@ -216,7 +216,7 @@ def test_locate_vllm_records_the_vllm_envs_vllm_and_score_bfcl_serves_with_it(
                 "temperature": 0.7, "top_p": 1.0, "max_tokens": 16, "seed": 0, "backend": "vllm"}  # fmt: skip
     score = tmp_path / "eval" / "bfcl" / "base" / "default" / "seed0.json"
     run_stage(
-        "bfcl", input={"model": str(tiny_model_dir), "vllm": str(location)},
+        "score_bfcl", input={"model": str(tiny_model_dir), "vllm": str(location)},
         output={"score": str(score), "manifest": str(tmp_path / "manifests" / "score_bfcl" / "base-default-0.json")},
         config={"bfcl": {"categories": ["simple_python"], "limit": 2}, "protocol": protocol,
                 "model": {"tag": "base", "source": "base"}},

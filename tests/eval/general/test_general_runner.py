@@ -102,7 +102,7 @@ def test_check_general_capability_job_runs_the_harness_from_the_spec(
     }
     out = tmp_path / "eval" / "general" / "base"
     manifest = run_stage(
-        "general", input={"model": str(tiny_model_dir), "samples": samples_parquet, "lm_eval_data": []},
+        "check_general_capability", input={"model": str(tiny_model_dir), "samples": samples_parquet, "lm_eval_data": []},
         output={"summary": str(out / "summary.json"),
                 "manifest": str(tmp_path / "manifests" / "check_general_capability" / "base.json")},
         config=config, seeds={"eval": 7}, backend="transformers",

@@ -389,7 +389,7 @@ def train_grpo(
 ) -> dict:
     """One GRPO run from the typed run config (parse_config); writes the run's outputs under out.
 
-    The CLI (main) and the train_grpo job (engines.train.job) both call this. threads: torch's thread
+    The CLI (main) and the train_grpo job (engines.train.train_grpo) both call this. threads: torch's thread
     count (None: leave it as set); resume: continue from the newest checkpoint of the same run.
     """
     cfg = config

@@ -250,7 +250,7 @@ def build_base_model(
     return report
 
 
-def job(j) -> None:
+def warmstart_base_model(j) -> None:
     """The warmstart_base_model job (toolcall_repro.job). config: {"model.tiny", "filter.reserve_fraction",
     "engines.warmstart_threads"}; seeds: {"model", "reserve"}; outputs model (and early)."""
     build_base_model(

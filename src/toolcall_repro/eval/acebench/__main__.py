@@ -199,9 +199,9 @@ def synthesize_cmd(argv: list[str]) -> int:
 
 
 def download(repo: str, commit: str, out: str) -> None:
-    from toolcall_repro.eval.acebench.download import download_acebench
+    from toolcall_repro.eval.acebench.download import download_acebench as fetch_pinned
 
-    print(json.dumps(download_acebench(repo, commit, out)))
+    print(json.dumps(fetch_pinned(repo, commit, out)))
 
 
 def download_cmd(argv: list[str]) -> int:
@@ -232,7 +232,7 @@ def _reported(fn):
 
 
 @_reported
-def run_job(j) -> int:
+def score_acebench(j) -> int:
     """The score_acebench job: config {acebench: evaluate.acebench, protocol: its spec (backend
     included), model: {tag, ...}}; input.data is the data folder evaluate.acebench.source names."""
     ace, protocol = j.config["acebench"], j.config["protocol"]
@@ -254,19 +254,19 @@ def run_job(j) -> int:
 
 
 @_reported
-def summarise_job(j) -> None:
+def summarise_acebench(j) -> None:
     """The summarise_acebench job: the seed files of input.seeds."""
     summarise_files(j.paths("seeds"), j.out("summary"))
 
 
 @_reported
-def synthesize_job(j) -> None:
+def synthesize_acebench(j) -> None:
     """The synthesize_acebench job: config {synthetic: {rows, seed}}, the seed as seeds.data."""
     synthesize_folder(j.out("data"), int(j.config["synthetic"]["rows"]), j.seed("data"))
 
 
 @_reported
-def download_job(j) -> None:
+def download_acebench(j) -> None:
     """The download_acebench job: config {repo, commit} (the pinned commit)."""
     download(j.config["repo"], j.config["commit"], j.out("data"))
 

@@ -224,7 +224,7 @@ def run(*, work_dir: str, out: str, **generation) -> None:
     write_score(score_run(results, protocol), out)
 
 
-def run_job(j) -> None:
+def score_bfcl(j) -> None:
     """The score_bfcl job (toolcall_repro.job): one (model, protocol, seed) generated and scored.
 
     config: {bfcl: evaluate.bfcl, protocol: its spec (seed and backend included), model: {tag, ...}};
@@ -254,7 +254,7 @@ def run_job(j) -> None:
     )
 
 
-def summarise_job(j) -> None:
+def summarise_bfcl(j) -> None:
     """The summarise_bfcl and summarise_bfcl_variance jobs: the seed files of input.seeds."""
     summarise(j.paths("seeds"), j.out("summary"))
 

@@ -120,7 +120,7 @@ def evaluate(
     return summary
 
 
-def job(j) -> None:
+def check_general_capability(j) -> None:
     """The check_general_capability job (toolcall_repro.job): config {general: evaluate.general, model:
     {tag, ...}}, the harness seed as seeds.eval, the backend (engines.generation) as an option.
 

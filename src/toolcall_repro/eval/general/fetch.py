@@ -88,7 +88,7 @@ def fetch(tasks: str, revisions: dict, out: str) -> dict:
     return record
 
 
-def job(j) -> None:
+def download_lm_eval_data(j) -> None:
     """The download_lm_eval_data job (toolcall_repro.job): config {"tasks": "a,b", "revisions": {...}}."""
     fetch(j.config["tasks"], j.config["revisions"], j.out("record"))
 
