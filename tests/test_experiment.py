@@ -8,7 +8,7 @@ import os
 import pytest
 import yaml
 
-from toolcall_repro.experiment import Experiment, Score, TrainingRun
+from toolcall_repro.experiment import Experiment, Score, Study, TrainingRun
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -155,6 +155,29 @@ def test_the_analysis_receives_units_that_name_what_they_are(exp):
     manifests = exp.result_manifests(exp.scores(), exp.training_runs(), filter_report=True)
     assert len(manifests) == len(set(manifests)) and rel([manifests[-1]]) == ["manifests/train_grpo/single_turn-vanilla.json"]
     assert os.path.join("results", "t", "manifests", "report_filter", "all.json") in manifests
+
+
+def test_the_studies_reach_the_analysis_as_units_with_their_defaults_resolved(exp):
+    studies = exp.analysis_units()["studies"]
+    assert studies["template"] == {  # no seeds or benchmarks in its spec: the evaluation seeds, both benchmarks
+        "models": ["base"], "protocols": ["stronger", "context"], "seeds": [0, 1], "benchmarks": ["bfcl", "heldout"],
+    }  # fmt: skip
+    assert studies["seed_variance"]["seeds"] == [0, 1, 2, 3] and studies["factorial"]["benchmarks"] == ["heldout"]
+    back = Study.from_unit("table4", studies["table4"])
+    assert back == exp.studies["table4"] and back.pairs == (("base", "default"), ("rl", "default"))
+
+
+def test_the_report_takes_each_tables_pairs_from_the_study_units(exp):
+    import pandas as pd
+
+    from toolcall_repro.analysis.report import _study
+
+    cfg = exp.analysis_units()
+    bfcl = pd.DataFrame({"benchmark": ["bfcl"], "model": ["other"], "protocol": ["p"]})
+    held = bfcl.assign(benchmark="heldout")
+    assert _study(cfg, "table4", bfcl) == [("base", "default"), ("rl", "default")]  # the unit's, not the scores'
+    assert _study(cfg, "factorial", bfcl) == [] and _study(cfg, "factorial", held) == [("base", "x")]
+    assert _study(cfg, "absent", bfcl) == [("other", "p")]  # no study: every pair that has scores
 
 
 def test_units_are_plain_values():

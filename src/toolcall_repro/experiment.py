@@ -125,6 +125,17 @@ class Study:
     def __post_init__(self):
         object.__setattr__(self, "pairs", tuple((m, p) for m in self.models for p in self.protocols))
 
+    def unit(self) -> dict:
+        """The study as the analysis receives it (its config): defaults resolved, pairs by `from_unit`."""
+        return {"models": list(self.models), "protocols": list(self.protocols), "seeds": list(self.seeds),
+                "benchmarks": list(self.benchmarks)}  # fmt: skip
+
+    @classmethod
+    def from_unit(cls, name: str, unit: Mapping) -> Study:
+        """A study from its unit, or from a config spec (no seeds or benchmarks: every benchmark)."""
+        return cls(name, tuple(unit["models"]), tuple(unit["protocols"]), tuple(unit.get("seeds", ())),
+                   tuple(unit.get("benchmarks", ())))  # fmt: skip
+
 
 class Experiment:
     """The validated config as the experiment's units, under results/<run_id> (or `run_dir`)."""
@@ -358,10 +369,14 @@ class Experiment:
         return [self.path("eval", benchmark, model, protocol, f"seed{s}.json") for s in seeds]
 
     def analysis_units(self, runs: list[TrainingRun] | None = None) -> dict:
-        """What the analysis reads, as units (its config): every score, and the training runs (train.runs,
-        or `runs`)."""
+        """What the analysis reads, as units (its config): every score, the training runs (train.runs,
+        or `runs`) and the studies (the analysis takes each table's pairs from these)."""
         runs = self.training_runs() if runs is None else runs
-        return {"scores": [s.unit() for s in self.scores()], "runs": [r.unit() for r in runs]}
+        return {
+            "scores": [s.unit() for s in self.scores()],
+            "runs": [r.unit() for r in runs],
+            "studies": {name: study.unit() for name, study in self.studies.items()},
+        }
 
     # --- results ------------------------------------------------------------------------------------
 

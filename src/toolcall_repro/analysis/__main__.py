@@ -40,7 +40,9 @@ def tables(run_dir: str, out_dir: str, config: dict, inputs: list[str] | None = 
     _headless()
     from toolcall_repro.analysis import report
 
-    res = report.RunResults(run_dir, units(config, run_dir), inputs)
+    found = units(config, run_dir)
+    config = {**config, **found}  # the studies' units over a pipeline config's specs
+    res = report.RunResults(run_dir, found, inputs)
     built = report.build_tables(res, config)
     card = report.build_scorecard(res, built, config)
     written = report.write_tables(built, out_dir, card)
@@ -59,8 +61,9 @@ def figures(
     from toolcall_repro.analysis import report
 
     speedups = pd.read_csv(speedup) if speedup else None
-    res = report.RunResults(run_dir, units(config, run_dir), inputs)
-    return report.write_figures(report.build_figures(res, config, speedups), out_dir)
+    found = units(config, run_dir)
+    res = report.RunResults(run_dir, found, inputs)
+    return report.write_figures(report.build_figures(res, {**config, **found}, speedups), out_dir)
 
 
 def efficiency(run_dir: str, out_dir: str, config: dict, inputs: list[str] | None = None) -> list:

@@ -2,8 +2,9 @@
 
 The analysis config (all keys optional; `studies` and `general` may also sit under `evaluate`, so a rule
 can pass {"evaluate": <evaluate subtree>}):
-  studies:  {name: {models: [...], protocols: [...]}}  as evaluate.studies; absent studies use every
-            (model, protocol) with a BFCL summary
+  studies:  {name: {models, protocols, seeds, benchmarks}}: the experiment's study units (the rules pass
+            Experiment.analysis_units), or evaluate.studies specs; each table's (model, protocol) pairs
+            are experiment.Study's; absent studies use every (model, protocol) with a summary
   speedup:  {baseline: vanilla, target: null, time: device|wall, bootstrap: 2000, seed: 0}
   general:  {base: base, rl: [rl-multi]} or evaluate.general {models: [base, rl-multi]}: every model
             but the base is compared with it
@@ -17,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from toolcall_repro.analysis import claims, efficiency, figures, loaders, scorecard, tables, tabular
-from toolcall_repro.experiment import VARIANCE_STUDY
+from toolcall_repro.experiment import VARIANCE_STUDY, Study
 from toolcall_repro.io import atomic_path, atomic_write_text
 
 TABLE_NAMES = (
@@ -91,16 +92,18 @@ def _section(cfg: Mapping, key: str) -> dict:
 
 
 def _study(cfg: Mapping, name: str, scores: pd.DataFrame) -> list[tuple[str, str]]:
-    """The study's (model, protocol) pairs from config; without a spec, every pair that has scores.
+    """The study's (model, protocol) pairs, as `experiment.Study` makes them from the study's unit (the
+    rules pass the experiment's units) or config spec; without either, every pair that has scores.
 
     A study whose `benchmarks` leave out the benchmark of `scores` gives no pairs for it.
     """
     spec = _section(cfg, "studies").get(name)
     if spec:
+        study = Study.from_unit(name, spec)
         benchmark = scores["benchmark"].iloc[0] if len(scores) else None
-        if benchmark and spec.get("benchmarks") and benchmark not in spec["benchmarks"]:
+        if benchmark and study.benchmarks and benchmark not in study.benchmarks:
             return []
-        return [(m, p) for m in spec["models"] for p in spec["protocols"]]
+        return list(study.pairs)
     return sorted(set(zip(scores["model"], scores["protocol"], strict=True)))
 
 
