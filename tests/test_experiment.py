@@ -157,6 +157,23 @@ def test_the_analysis_receives_units_that_name_what_they_are(exp):
     assert os.path.join("results", "t", "manifests", "report_filter", "all.json") in manifests
 
 
+def test_every_run_the_dag_can_build_once_with_the_key_that_asks_for_it(exp):
+    assert exp.requested_runs() == [
+        ("single_turn", "vanilla", "train.runs.single_turn"),
+        ("multi_turn", "efficient", "train.runs.multi_turn"),
+        ("multi_turn", "vanilla", "train.runs.multi_turn"),  # asked again by efficiency.runs: listed once
+        ("format_single", "vanilla", "train.format_study.variant"),
+        ("format_multi", "vanilla", "train.format_study.variant"),
+    ]
+    cfg = copy.deepcopy(CONFIG)
+    cfg["model"]["filter_policy"] = "train"
+    cfg["evaluate"]["models"]["rl"]["variant"] = "downsample_only"
+    assert Experiment(cfg).requested_runs()[-2:] == [
+        ("multi_turn", "downsample_only", "evaluate.models.rl"),
+        ("tooln1", "vanilla", "model.filter_policy: train"),
+    ]
+
+
 def test_the_studies_reach_the_analysis_as_units_with_their_defaults_resolved(exp):
     studies = exp.analysis_units()["studies"]
     assert studies["template"] == {  # no seeds or benchmarks in its spec: the evaluation seeds, both benchmarks

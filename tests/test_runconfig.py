@@ -14,6 +14,7 @@ from snakemake.utils import validate
 
 from toolcall_repro import preflight
 from toolcall_repro import runconfig as rc
+from toolcall_repro.experiment import Experiment
 from toolcall_repro.rl import LOSS_AGG_MODES, SCOPES, SELECTIONS, SEMANTICS
 from toolcall_repro.rl.loss import agg_loss
 
@@ -67,7 +68,7 @@ def test_shipped_configs_pass_and_compose_every_run(path):
         assert "allow_unpinned_revisions" in problem
         cfg["allow_unpinned_revisions"] = True
     assert preflight.validate_config(cfg) == []
-    for dataset, variant, _ in rc.dag_runs(cfg):
+    for dataset, variant, _ in Experiment(cfg).requested_runs():
         run = rc.parse_run(rc.compose_run(cfg, dataset, variant), cfg["engines"]["training"])
         assert run.setting == rc.dataset_setting(cfg, dataset) and run.variant == variant
 
@@ -153,7 +154,7 @@ def test_an_empty_seed_list_leaves_a_variant_out_of_the_efficiency_experiment():
     runs["efficient_n16"] = []
     assert rc.schema_problem(cfg, SCHEMA) is None
     assert preflight.validate_config(cfg) == []
-    dag = {(d, v) for d, v, _ in rc.dag_runs(cfg)}
+    dag = {(d, v) for d, v, _ in Experiment(cfg).requested_runs()}
     assert ("multi_turn", "efficient_n16") not in dag
     assert ("multi_turn", "vanilla_n16") in dag
 

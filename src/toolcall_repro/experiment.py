@@ -15,9 +15,8 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from toolcall_repro.runconfig import dataset_setting
+from toolcall_repro.runconfig import SETTINGS, dataset_setting
 
-SETTINGS = ("single_turn", "multi_turn")
 SOURCES = ("xlam", "toolace", "looptool")
 FORMAT_DATASETS = ("format_single", "format_multi")
 VARIANCE_STUDY = "seed_variance"
@@ -295,6 +294,29 @@ class Experiment:
             for variant, seeds in sorted(variants.items())
             for seed in seeds
         ]
+
+    def requested_runs(self) -> list[tuple[str, str, str]]:
+        """(dataset, variant, where the config asks for it) of every training run the DAG can build: train.runs,
+        train.efficiency.runs, the format study, evaluation models trained here, a trained filter policy.
+        Config validation checks each (preflight.validate_config)."""
+        train = self.config["train"]
+        runs = [(s, v, f"train.runs.{s}") for s in SETTINGS for v in train["runs"].get(s) or []]
+        for setting, variants in sorted(((train.get("efficiency") or {}).get("runs") or {}).items()):
+            runs += [(setting, v, f"train.efficiency.runs.{setting}") for v in sorted(variants) if variants[v]]
+        fmt = train["format_study"]["variant"]
+        runs += [(d, fmt, "train.format_study.variant") for d in FORMAT_DATASETS]
+        for tag, spec in sorted(self.config["evaluate"]["models"].items()):
+            if spec.get("source") == "train":
+                runs.append((spec.get("setting"), spec.get("variant"), f"evaluate.models.{tag}"))
+        model = self.config["model"]
+        if "train" in {model.get("filter_policy"), model.get("filter_policy_multi_turn")}:
+            runs.append(("tooln1", "vanilla", "model.filter_policy: train"))
+        seen, out = set(), []
+        for run in runs:
+            if run[:2] not in seen:
+                seen.add(run[:2])
+                out.append(run)
+        return out
 
     # --- evaluation ---------------------------------------------------------------------------------
 

@@ -14,11 +14,11 @@ import re
 from collections.abc import Mapping
 
 from toolcall_repro.engines.verl import hydra  # torch-free: the batch geometry verl will need
+from toolcall_repro.experiment import Experiment
 from toolcall_repro.runconfig import (
     SETTINGS,
     ConfigError,
     compose_sources,
-    dag_runs,
     must,
     run_problems,
     stage_problems,
@@ -214,7 +214,7 @@ def validate_config(config: Mapping) -> list[str]:
     engine = config["engines"]["training"]
     variants = config["train"]["variants"]
     out: list[str] = stage_problems(config)
-    for dataset, variant, asked in dag_runs(config):
+    for dataset, variant, asked in Experiment(config).requested_runs():
         if dataset not in SETTINGS and not dataset.startswith("format_") and dataset != "tooln1":
             out.append(must(f"{asked}.setting", f"one of {SETTINGS}", dataset))
             continue

@@ -297,28 +297,6 @@ def compose_run(config: Mapping, dataset: str, variant: str) -> dict:
     return compose_sources(config, dataset, variant)[0]
 
 
-def dag_runs(config: Mapping) -> list[tuple[str, str, str]]:
-    """(dataset, variant, where the config asks for it) of every training run the DAG can build."""
-    train = config["train"]
-    runs = [(s, v, f"train.runs.{s}") for s in SETTINGS for v in train["runs"].get(s) or []]
-    for setting, variants in sorted(((train.get("efficiency") or {}).get("runs") or {}).items()):
-        runs += [(setting, v, f"train.efficiency.runs.{setting}") for v in sorted(variants) if variants[v]]
-    fmt = train["format_study"]["variant"]
-    runs += [(d, fmt, "train.format_study.variant") for d in ("format_single", "format_multi")]
-    for tag, spec in sorted(config["evaluate"]["models"].items()):
-        if spec.get("source") == "train":
-            runs.append((spec.get("setting"), spec.get("variant"), f"evaluate.models.{tag}"))
-    model = config["model"]
-    if "train" in {model.get("filter_policy"), model.get("filter_policy_multi_turn")}:
-        runs.append(("tooln1", "vanilla", "model.filter_policy: train"))
-    seen, out = set(), []
-    for run in runs:
-        if run[:2] not in seen:
-            seen.add(run[:2])
-            out.append(run)
-    return out
-
-
 def stage_problems(config: Mapping) -> list[str]:
     """Cross-key rules outside training: the reserve the held-out splits need, where archives go."""
     import os.path
