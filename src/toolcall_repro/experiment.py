@@ -392,12 +392,14 @@ class Experiment:
 
     def analysis_units(self, runs: list[TrainingRun] | None = None) -> dict:
         """What the analysis reads, as units (its config): every score, the training runs (train.runs,
-        or `runs`) and the studies (the analysis takes each table's pairs from these)."""
+        or `runs`), the studies (the analysis takes each table's pairs from these) and the filter report,
+        each file with the manifest that records it."""
         runs = self.training_runs() if runs is None else runs
         return {
             "scores": [s.unit() for s in self.scores()],
             "runs": [r.unit() for r in runs],
             "studies": {name: study.unit() for name, study in self.studies.items()},
+            "filter_report": {"path": self.filter_report(), "manifest": self.manifest("report_filter")},
         }
 
     # --- results ------------------------------------------------------------------------------------

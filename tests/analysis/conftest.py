@@ -185,7 +185,7 @@ def make_run(root: Path, run_id: str = "toy") -> Path:
             }.items()
         },
     }
-    outputs["score_acebench/base-stronger"] = write(
+    outputs["summarise_acebench/base-stronger"] = write(
         run / "eval" / "acebench" / "base" / "stronger" / "summary.json", ace
     )
     for model, acc in (("base", 0.40), ("rl-multi", 0.45)):
@@ -202,7 +202,7 @@ def make_run(root: Path, run_id: str = "toy") -> Path:
             ],
             "task_hashes": {"toolcall_tool_choice": "abc"},
         }
-        outputs[f"eval_general/{model}"] = write(run / "eval" / "general" / model / "summary.json", summary)
+        outputs[f"check_general_capability/{model}"] = write(run / "eval" / "general" / model / "summary.json", summary)
     report = {
         "sources": {"xlam": {"rows": 243, "samples": 240, "rows_rejected": 3, "rejects": {"bad_json": 3}}},
         "malformed_rows": {"total": 3, "by_reason": {"bad_json": 3}},
@@ -223,7 +223,7 @@ def make_run(root: Path, run_id: str = "toy") -> Path:
             },
         },
     }
-    outputs["filter_multi_turn/all"] = write(run / "data" / "filter_report.json", report)
+    outputs["report_filter/all"] = write(run / "data" / "filter_report.json", report)
     for variant, (hours, accs, skip, gen_s, update_s, m) in RUNS.items():
         folder = run / "train" / "single_turn" / variant
         config = {
@@ -260,20 +260,20 @@ def make_run(root: Path, run_id: str = "toy") -> Path:
 
 
 def units(run: Path) -> dict:
-    """The units make_run wrote, as the experiment object names them (Experiment.analysis_units)."""
+    """The units make_run wrote, as the experiment object names them (Experiment.analysis_units): each
+    file with the manifest its unit names."""
+    from toolcall_repro.experiment import Score, TrainingRun, manifest_path
 
     def score(benchmark, model, protocol, kind="summary"):
-        folder = [model] if protocol is None else [model, protocol]
-        return {"benchmark": benchmark, "model": model, "protocol": protocol, "kind": kind,
-                "path": str(run.joinpath("eval", benchmark, *folder, f"{kind}.json"))}  # fmt: skip
+        return Score(str(run), benchmark, model, protocol, f"{kind}.json").unit()
 
     scores = [score("bfcl", m, p) for m, p in SCORES]
     scores += [score("heldout", m, p, k) for m, p in SCORES for k in ("summary", "variance")]
     scores += [score("bfcl", "base", "default", "variance"), score("acebench", "base", "stronger")]
     scores += [score("general", m, None) for m in ("base", "rl-multi")]
-    runs = [{"dataset": "single_turn", "variant": v, "seed": None, "dir": str(run / "train" / "single_turn" / v)}
-            for v in RUNS]  # fmt: skip
-    return {"scores": scores, "runs": runs}
+    runs = [TrainingRun(str(run), "single_turn", v).unit() for v in RUNS]
+    report = {"path": str(run / "data" / "filter_report.json"), "manifest": manifest_path(str(run), "report_filter")}
+    return {"scores": scores, "runs": runs, "filter_report": report}
 
 
 @pytest.fixture

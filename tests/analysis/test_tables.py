@@ -10,7 +10,7 @@ from toolcall_repro.analysis import efficiency, loaders, tables, tabular
 
 @pytest.fixture
 def bfcl(run_dir, run_units):
-    return loaders.load_scores(run_units["scores"], loaders.ManifestIndex(run_dir), "bfcl")
+    return loaders.load_scores(run_units["scores"], loaders.Declared(run_dir), "bfcl")
 
 
 def test_table4_rows_in_percent_with_quoted_rows_marked(bfcl):
@@ -45,14 +45,14 @@ def test_prompt_ablation_shows_input_tokens_unscaled(bfcl):
 
 
 def test_seed_spread_peak_to_peak(run_dir, run_units):
-    v = loaders.load_scores(run_units["scores"], loaders.ManifestIndex(run_dir), "bfcl", kind="variance")
+    v = loaders.load_scores(run_units["scores"], loaders.Declared(run_dir), "bfcl", kind="variance")
     t = tables.seed_spread_table(v)
     multi = t.frame[t.frame["metric"] == "multi_turn"].iloc[0]
     assert multi["peak_to_peak"] == pytest.approx(3.5) and multi["seeds"] == "0,1,2,3"
 
 
 def test_acebench_groups(run_dir, run_units):
-    df = loaders.load_scores(run_units["scores"], loaders.ManifestIndex(run_dir), "acebench")
+    df = loaders.load_scores(run_units["scores"], loaders.Declared(run_dir), "acebench")
     t = tables.acebench_table(df)
     assert t.display.iloc[0]["overall"] == "61.0 ± 1.4"  # upstream's checker: the headline
     assert t.display.iloc[0]["overall fixed"] == "66.0 ± 1.4"
@@ -61,7 +61,7 @@ def test_acebench_groups(run_dir, run_units):
 
 
 def test_general_table_delta_and_hash_check(run_dir, run_units):
-    df = loaders.load_general(run_units["scores"], loaders.ManifestIndex(run_dir))
+    df = loaders.load_general(run_units["scores"], loaders.Declared(run_dir))
     t = tables.general_table(df, "base", ["rl-multi"])
     row = t.frame.iloc[0]
     assert (row["base"], row["rl"], row["delta"]) == pytest.approx((40.0, 45.0, 5.0))
@@ -72,7 +72,7 @@ def test_general_table_delta_and_hash_check(run_dir, run_units):
 
 
 def test_speedup_table_on_constructed_runs(run_dir, run_units):
-    runs = loaders.load_training_runs(run_dir, run_units["runs"], loaders.ManifestIndex(run_dir))
+    runs = loaders.load_training_runs(run_dir, run_units["runs"], loaders.Declared(run_dir))
     t = efficiency.speedup_table(runs)
     eff = t.frame.set_index("variant").loc["efficient"]
     assert eff["target_accuracy"] == pytest.approx(0.6)
@@ -85,7 +85,7 @@ def test_speedup_table_on_constructed_runs(run_dir, run_units):
 
 
 def test_speedup_table_says_not_reached(run_dir, run_units):
-    runs = loaders.load_training_runs(run_dir, run_units["runs"], loaders.ManifestIndex(run_dir))
+    runs = loaders.load_training_runs(run_dir, run_units["runs"], loaders.Declared(run_dir))
     t = efficiency.speedup_table(runs, target=0.9)
     assert t.display.set_index("variant").loc["efficient", "speedup"] == "not reached"
     assert any("not reached" in n for n in t.notes)
@@ -93,7 +93,7 @@ def test_speedup_table_says_not_reached(run_dir, run_units):
 
 def test_speedup_table_says_when_the_target_is_the_starting_accuracy(run_dir, run_units):
     # Both runs start from the same base at 0.1: a target met at time 0 measures no speedup.
-    runs = loaders.load_training_runs(run_dir, run_units["runs"], loaders.ManifestIndex(run_dir))
+    runs = loaders.load_training_runs(run_dir, run_units["runs"], loaders.Declared(run_dir))
     t = efficiency.speedup_table(runs, target=0.1)
     assert t.display.set_index("variant").loc["efficient", "speedup"] == "at start"
     assert any("initial held-out accuracy" in n for n in t.notes)

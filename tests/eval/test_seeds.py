@@ -89,7 +89,7 @@ def test_analysis_reads_mean_input_tokens_from_summary_json(tmp_path):
         path.write_text(json.dumps(summary))
     units = [{"benchmark": "bfcl", "model": "base", "protocol": p, "kind": "summary",
               "path": str(tmp_path / "eval" / "bfcl" / "base" / p / "summary.json")} for p in ("default", "doubled")]  # fmt: skip
-    scores = loaders.load_scores(units, loaders.ManifestIndex(tmp_path), "bfcl")
+    scores = loaders.load_scores(units, loaders.Declared(tmp_path), "bfcl")
     t = tables.prompt_ablation_table(scores, [("base", "default"), ("base", "doubled")])
     assert list(t.frame[f"{tables.INPUT_TOKEN_METRIC}_mean"]) == [228.0, 453.0]
     assert list(t.display[tables.INPUT_TOKEN_METRIC]) == ["228 ± 0", "453 ± 1"]

@@ -1,8 +1,8 @@
 """Read a run's result files (docs/architecture.md) into DataFrames: the I/O edge of the analysis.
 
 Every row keeps `source` (the file it came from, relative to the run directory; score summaries carry
-the protocol card) and `manifest` (the job manifest that lists that file among its outputs), so any
-number in a table can be traced back.
+the protocol card) and `manifest` (the manifest of the job that wrote it, named by the file's unit), so
+any number in a table can be traced back.
 """
 
 from __future__ import annotations
@@ -39,39 +39,22 @@ def read_jsonl(path: Path) -> pd.DataFrame:
     return pd.DataFrame(io.read_jsonl(path, error=ResultFileError))
 
 
-# --- provenance -----------------------------------------------------------------------------------
+# --- what may be read, and where each file's record is -------------------------------------------------
 
 
-def _paths_in(node: object) -> Iterable[str]:
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield str(k)
-            yield from _paths_in(v)
-    elif isinstance(node, list):
-        for v in node:
-            yield from _paths_in(v)
-    elif isinstance(node, str):
-        yield node
+class Declared:
+    """The files this reader may read, and the manifest each result file cites.
 
-
-class ManifestIndex:
-    """Which manifest under <run>/manifests/ lists a given file among its outputs.
-
-    `inputs` (a rule's declared input files) limits every read to them: only declared manifests are
-    indexed, and the loaders below keep only declared result files (`visible`), so a stale file beside
-    them never reaches a table. Without `inputs` (a run directory read as a whole) everything is visible.
+    `inputs` (a rule's declared input files) limits every read to them: the loaders below keep only
+    declared result files and manifests (`visible`), so a stale file beside them never reaches a table.
+    Without `inputs` (a run directory read as a whole) everything is visible. A file's manifest is its
+    unit's (toolcall_repro.experiment: Score.unit, TrainingRun.unit, the filter report's), never found by
+    matching paths; it is cited when it is visible and exists.
     """
 
     def __init__(self, run_dir: Path, inputs: Iterable[str | Path] | None = None):
         self.run_dir = Path(run_dir)
         self.declared = None if inputs is None else {Path(p).resolve() for p in inputs}
-        self._by_output: dict[str, str] = {}
-        root = self.run_dir / "manifests"
-        for path in self.visible(sorted(root.rglob("*.json")) if root.is_dir() else []):
-            manifest = read_json(path)
-            rel_manifest = path.relative_to(self.run_dir).as_posix()
-            for out in _paths_in(manifest.get("outputs", {})):
-                self._by_output[Path(out).as_posix()] = rel_manifest
 
     def visible(self, paths: Iterable[Path]) -> list[Path]:
         """The paths among `paths` this reader may read: the declared inputs, or all without them."""
@@ -79,21 +62,14 @@ class ManifestIndex:
             return list(paths)
         return [p for p in paths if Path(p).resolve() in self.declared]
 
-    def manifest_for(self, file: Path) -> str | None:
-        """Manifest path (relative to the run dir) whose outputs hold `file` (or a folder above it)."""
-        rel = Path(file).resolve().relative_to(self.run_dir.resolve()).as_posix()
-        key = f"{self.run_dir.name}/{rel}"
-        # Outputs are recorded as the command line named them (relative to the repo root, or absolute).
-        for out, manifest in self._by_output.items():
-            if out == rel or out.endswith("/" + key) or out == key:
-                return manifest
-        return None
+    def _rel(self, path: str | Path) -> str:
+        return Path(path).resolve().relative_to(self.run_dir.resolve()).as_posix()
 
-    def trace(self, file: Path) -> dict[str, str | None]:
-        return {
-            "source": Path(file).resolve().relative_to(self.run_dir.resolve()).as_posix(),
-            "manifest": self.manifest_for(file),
-        }
+    def trace(self, file: Path, manifest: str | Path | None) -> dict[str, str | None]:
+        """{"source": the file, "manifest": its unit's manifest, or None when not readable}, both relative
+        to the run directory."""
+        cited = manifest is not None and Path(manifest).is_file() and bool(self.visible([Path(manifest)]))
+        return {"source": self._rel(file), "manifest": self._rel(manifest) if cited else None}
 
 
 # --- evaluation summaries ---------------------------------------------------------------------------
@@ -110,7 +86,7 @@ def _seeds_of(summary: dict, metric: dict) -> list:
     return list(summary.get("seeds") or range(len(metric.get("per_seed") or [])))
 
 
-def _units(units: Iterable[Mapping], index: ManifestIndex, **match) -> list[tuple[Mapping, Path]]:
+def _units(units: Iterable[Mapping], index: Declared, **match) -> list[tuple[Mapping, Path]]:
     """The units (toolcall_repro.experiment: Score.unit, TrainingRun.unit) that match, with their file,
     among the files this reader may read. A unit's meaning is its own fields, never its path."""
     chosen = [u for u in units if all(u.get(k) == v for k, v in match.items())]
@@ -121,7 +97,7 @@ def _units(units: Iterable[Mapping], index: ManifestIndex, **match) -> list[tupl
 
 
 def load_scores(
-    units: Iterable[Mapping], index: ManifestIndex, benchmark: str, kind: str = "summary"
+    units: Iterable[Mapping], index: Declared, benchmark: str, kind: str = "summary"
 ) -> pd.DataFrame:
     """The score files the experiment names for a benchmark (kind: summary or variance) -> one row per
     (model, protocol, metric).
@@ -152,7 +128,7 @@ def load_scores(
                     "seeds": _seeds_of(summary, value),
                     "card": card,
                     **{f: card_field(card, f) for f in CARD_FIELDS},
-                    **index.trace(path),
+                    **index.trace(path, unit.get("manifest")),
                 }
             )
     return pd.DataFrame(rows, columns=_SCORE_COLUMNS)
@@ -179,7 +155,7 @@ def _num(v: object) -> float:
     return float("nan") if v is None else float(v)
 
 
-def load_general(units: Iterable[Mapping], index: ManifestIndex) -> pd.DataFrame:
+def load_general(units: Iterable[Mapping], index: Declared) -> pd.DataFrame:
     """The general-capability summaries the experiment names (toolcall_repro.eval.general) -> one row per
     (model, task, metric)."""
     rows = []
@@ -199,7 +175,7 @@ def load_general(units: Iterable[Mapping], index: ManifestIndex) -> pd.DataFrame
                     "task_hash": (summary.get("task_hashes") or {}).get(r["task"]),
                     "num_fewshot": (summary.get("card") or {}).get("num_fewshot"),
                     "card": summary.get("card") or {},
-                    **index.trace(path),
+                    **index.trace(path, unit.get("manifest")),
                 }
             )
     cols = ["model", "task", "metric", "value", "stderr", "n_samples", "task_hash", "num_fewshot", "card"]
@@ -209,18 +185,19 @@ def load_general(units: Iterable[Mapping], index: ManifestIndex) -> pd.DataFrame
 # --- data filter report ------------------------------------------------------------------------------
 
 
-def load_filter_report(run_dir: Path, index: ManifestIndex) -> pd.DataFrame:
-    """data/filter_report.json -> one row per (chain, step): in, out and what was dropped why.
+def load_filter_report(unit: Mapping | None, index: Declared) -> pd.DataFrame:
+    """The filter report (data/filter_report.json; its unit: Experiment.analysis_units' `filter_report`,
+    {path, manifest}) -> one row per (chain, step): in, out and what was dropped why.
 
     Reads toolcall_repro.data.report's shape ({"sources": {src: {rows, samples, rejects}}, "chains":
     {setting: {"steps": [{step, in, out, dropped: {reason: n}}]}}}); each source's normalisation is a
     step of its own. Also accepts {setting: {"steps": [...]}} and {"steps": [...]}.
     """
-    path = Path(run_dir) / "data" / "filter_report.json"
-    if not path.is_file() or not index.visible([path]):
+    path = Path(unit["path"]) if unit else None
+    if path is None or not path.is_file() or not index.visible([path]):
         return pd.DataFrame(columns=["chain", "order", "step", "source", "manifest"])
     report = read_json(path)
-    trace = index.trace(path)
+    trace = index.trace(path, unit.get("manifest"))
     rows = []
     for name, src in (report.get("sources") or {}).items():
         dropped = src.get("rejects") or {}
@@ -278,7 +255,7 @@ class TrainingRun:
 
 
 def load_training_runs(
-    run_dir: Path, units: Iterable[Mapping], index: ManifestIndex, settings: Iterable[str] = SETTINGS
+    run_dir: Path, units: Iterable[Mapping], index: Declared, settings: Iterable[str] = SETTINGS
 ) -> list[TrainingRun]:
     """The training runs the experiment names (TrainingRun.unit: dataset, variant, seed, dir), each with
     metrics.jsonl, curve.jsonl and summary.json (all three), for the training sets in `settings`.
@@ -295,7 +272,7 @@ def load_training_runs(
         if missing:
             raise ResultFileError(f"{folder}: lacks {missing}")
         summary = read_json(summary_path)
-        trace = index.trace(summary_path)
+        trace = index.trace(summary_path, unit.get("manifest"))
         manifest = read_json(Path(run_dir) / trace["manifest"]) if trace["manifest"] else {}
         seed = summary.get("seed", unit.get("seed"))
         if seed is None:

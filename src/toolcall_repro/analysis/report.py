@@ -65,7 +65,7 @@ PIPELINE_CHECK_TITLE = (
 class RunResults:
     """Everything the analysis reads from one run directory, loaded once: the units the experiment names
     (`units`: {"scores": [...], "runs": [...]}, toolcall_repro.experiment.Experiment.analysis_units),
-    and with `inputs` (the rule's declared input files) those files only (loaders.ManifestIndex)."""
+    and with `inputs` (the rule's declared input files) those files only (loaders.Declared)."""
 
     def __init__(
         self, run_dir: str | Path, units: Mapping, inputs: Iterable[str | Path] | None = None
@@ -73,7 +73,7 @@ class RunResults:
         self.run_dir = Path(run_dir)
         if not self.run_dir.is_dir():
             raise FileNotFoundError(f"no run directory {self.run_dir}")
-        index = loaders.ManifestIndex(self.run_dir, inputs)
+        index = loaders.Declared(self.run_dir, inputs)
         scores = units.get("scores") or []
         self.bfcl = loaders.load_scores(scores, index, "bfcl")
         variance = loaders.load_scores(scores, index, "bfcl", kind="variance")
@@ -82,7 +82,7 @@ class RunResults:
         self.heldout = loaders.load_scores(scores, index, "heldout")
         self.heldout_variance = loaders.load_scores(scores, index, "heldout", kind="variance")
         self.general = loaders.load_general(scores, index)
-        self.filter_report = loaders.load_filter_report(self.run_dir, index)
+        self.filter_report = loaders.load_filter_report(units.get("filter_report"), index)
         self.runs = loaders.load_training_runs(self.run_dir, units.get("runs") or [], index)
 
 

@@ -82,7 +82,7 @@ def test_local_task_base_vs_rl_end_to_end(tiny_model_dir, rl_model, samples_parq
 
     units = [{"benchmark": "general", "model": tag, "protocol": None, "kind": "summary",
               "path": str(out / "summary.json")} for tag, out in outs.items()]  # fmt: skip
-    df = loaders.load_general(units, loaders.ManifestIndex(tmp_path))
+    df = loaders.load_general(units, loaders.Declared(tmp_path))
     table = general_table(df, "base", ["rl-multi"])
     assert sorted(table.frame["metric"]) == ["acc", "acc_norm"]
     row = table.frame[table.frame["metric"] == "acc"].iloc[0]
