@@ -3,6 +3,7 @@ stage in DAG order with what its records say differs."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -93,6 +94,20 @@ def test_parquet_digests_ignore_timing_columns_and_see_values(tmp_path):
     base = parquet("a.parquet", pd.DataFrame({"id": [1, 2], "reward": [0.5, 1.0], "gen_time": [1.0, 2.0]}))
     assert base == parquet("b.parquet", pd.DataFrame({"id": [1, 2], "reward": [0.5, 1.0], "gen_time": [9.0, 9.0]}))
     assert base != parquet("c.parquet", pd.DataFrame({"id": [1, 2], "reward": [0.5, 1.0 + 1e-12], "gen_time": [1.0, 2.0]}))
+
+
+def test_bfcls_result_files_json_lines_under_a_json_name_drop_each_entrys_latency(tmp_path):
+    def result(name, latency, text="<tool_call>"):
+        lines = [{"id": f"simple_python_{i}", "result": text, "input_token_count": 9, "latency": latency * i}
+                 for i in range(2)]  # fmt: skip
+        (tmp_path / name).write_text("".join(json.dumps(x) + "\n" for x in lines))
+        return digests.science_digest(tmp_path / name)
+
+    base = result("a_result.json", 0.1)
+    assert base == result("b_result.json", 7.3)  # another machine's latency
+    assert base != result("c_result.json", 0.1, text="[f()]")  # another output
+    (tmp_path / "d.json").write_text("{not json\n")
+    assert digests.science_digest(tmp_path / "d.json") == hashlib.sha256(b"{not json\n").hexdigest()
 
 
 def test_cli_writes_a_reference_and_fails_on_a_mismatch(tmp_path, capsys):

@@ -98,12 +98,17 @@ def science_bytes(path: str | Path) -> bytes:
     suffix = path.suffix.lower()
     if suffix == ".json":
         try:
-            return _canonical(strip_timing(json.loads(path.read_text())))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            text = path.read_text()
+            return _canonical(strip_timing(json.loads(text)))
+        except UnicodeDecodeError:
             return path.read_bytes()
+        except json.JSONDecodeError:
+            try:  # JSON lines under a .json name, as bfcl writes its result files (with each entry's latency)
+                return _json_lines(text)
+            except json.JSONDecodeError:
+                return path.read_bytes()
     if suffix == ".jsonl":
-        lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
-        return b"\n".join(_canonical(strip_timing(json.loads(ln))) for ln in lines)
+        return _json_lines(path.read_text())
     if suffix in (".csv", ".tsv"):
         delimiter = "\t" if suffix == ".tsv" else ","
         return _table_rows(list(csv.reader(io.StringIO(path.read_text()), delimiter=delimiter)))
@@ -114,6 +119,11 @@ def science_bytes(path: str | Path) -> bytes:
         frame = frame[[c for c in frame.columns if not is_timing(str(c))]]
         return frame.to_json(orient="split", index=False, double_precision=15).encode()
     return path.read_bytes()
+
+
+def _json_lines(text: str) -> bytes:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return b"\n".join(_canonical(strip_timing(json.loads(ln))) for ln in lines)
 
 
 def science_digest(path: str | Path) -> str:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # stage -> the module of its function. A stage is named as its rule (workflow/rules/*.smk) and runs the
-# function of that name: rule `score_bfcl` runs `toolcall_repro.eval.bfcl.__main__.score_bfcl`. A rule
+# function of that name: rule `generate_bfcl` runs `toolcall_repro.eval.bfcl.__main__.generate_bfcl`. A rule
 # made by `use rule X as Y` (train_grpo_seed) runs X's stage. Each module's `main(argv)` stays for humans.
 STAGES: dict[str, str] = {
     # data.smk
@@ -56,6 +56,7 @@ STAGES: dict[str, str] = {
     "report_efficiency": "toolcall_repro.analysis.__main__",
     # evaluate.smk
     "locate_vllm": "toolcall_repro.eval.bfcl.locate",
+    "generate_bfcl": "toolcall_repro.eval.bfcl.__main__",
     "score_bfcl": "toolcall_repro.eval.bfcl.__main__",
     "summarise_bfcl": "toolcall_repro.eval.bfcl.__main__",
     "score_heldout": "toolcall_repro.eval.heldout",

@@ -279,7 +279,7 @@ def format_plan(plan: dict) -> str:
         "Steps and rollouts are upper bounds: the pre-rollout filter shrinks later epochs.",
     ]
     if plan.get("bfcl_vllm"):
-        lines.append(f"score_bfcl serves with {plan['bfcl_vllm']['vllm']} ({plan['bfcl_vllm']['found_by']}).")
+        lines.append(f"generate_bfcl serves with {plan['bfcl_vllm']['vllm']} ({plan['bfcl_vllm']['found_by']}).")
     return "\n".join(lines)
 
 
@@ -306,7 +306,7 @@ def deploys_conda(profile_cfg: dict) -> bool:
 
 
 def bfcl_vllm(jobs: list[Job], profile_cfg: dict) -> dict | None:
-    """Where the `vllm` that score_bfcl serves with will come from (None when no job serves with vLLM).
+    """Where the `vllm` that generate_bfcl serves with will come from (None when no job serves with vLLM).
 
     locate_vllm, a local job, finds it: in workflow/envs/eval-vllm.yaml when the profile deploys conda,
     else in this host's environment, as here (VLLM_BIN, VERL_PYTHON, PATH). Raises VLLMNotFound.
@@ -373,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         plan["bfcl_vllm"] = bfcl_vllm(jobs, profile_cfg)
     except VLLMNotFound as exc:
-        problem = f"score_bfcl will find no `vllm` to serve with: {exc}"
+        problem = f"generate_bfcl will find no `vllm` to serve with: {exc}"
     print(json.dumps(plan, indent=2) if a.json else format_plan(plan))
     for warning in time_warnings(over, max_runtime, a.profile):
         print(f"toolcall-repro plan: {warning}", file=sys.stderr)

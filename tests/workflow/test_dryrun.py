@@ -25,7 +25,7 @@ def test_embedded_default_dag(smk):
     assert res.returncode == 0, res.stderr
     jobs = job_counts(res.stdout)
     for rule in ["synthesize_source", "normalise_source", "warmstart_base_model", "filter_single_turn",
-                 "filter_multi_turn", "train_grpo", "score_bfcl", "summarise_bfcl", "make_tables",
+                 "filter_multi_turn", "train_grpo", "generate_bfcl", "score_bfcl", "summarise_bfcl", "make_tables",
                  "make_figures", "write_provenance", "archive_results"]:  # fmt: skip
         assert jobs.get(rule, 0) >= 1, rule
     assert jobs["normalise_source"] == 3
@@ -41,7 +41,7 @@ def test_paper_dag_on_slurm_profile(smk, fake_cluster):
     jobs = job_counts(res.stdout)
     assert jobs["download_source"] == 3 and jobs["download_model"] >= 1
     assert jobs["train_grpo"] >= 7  # 6 configured runs + the 80-step filter policy (+ format study)
-    assert jobs["score_bfcl"] > 0 and jobs["check_general_capability"] == 2
+    assert jobs["generate_bfcl"] == jobs["score_bfcl"] > 0 and jobs["check_general_capability"] == 2
     train_blocks = [b for b in res.stdout.split("\n\n") if "rule train_grpo:" in b]
     assert train_blocks
     for block in train_blocks:

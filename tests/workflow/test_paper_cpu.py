@@ -45,7 +45,7 @@ VLLM_ENV_TARGETS = (
 )
 # what is left for .venv after those: BFCL (its env cannot hold vLLM) and the analysis
 VENV_RULES = {
-    "score_bfcl", "summarise_bfcl", "summarise_bfcl_variance", "summarise_acebench", "subset_format_study",
+    "generate_bfcl", "score_bfcl", "summarise_bfcl", "summarise_bfcl_variance", "summarise_acebench", "subset_format_study",
     "report_filter", "make_tables", "make_figures", "write_provenance", "archive_results", "all",
 }  # fmt: skip
 
@@ -265,7 +265,7 @@ def test_bfcl_scored_the_final_checkpoint_through_vllm_serve_with_the_cpu_flags(
         assert card["model"]["checkpoint_sha256"] == model_sha256(final)
         assert doc["categories"]["simple_python"]["total"] == 1
         assert doc["summary"]["inference_errors"] == 1  # multi_turn_base_0: ~27k tokens of a 12288 context
-    results = run / RUN / "eval" / "bfcl" / MODEL / "stronger" / "seed0.work" / "results"
+    results = run / RUN / "eval" / "bfcl" / MODEL / "stronger" / "seed0.results"  # generate_bfcl's output
     (refused,) = [
         json.loads(line) for f in results.rglob("*multi_turn_base_result.json") for line in f.open()
     ]

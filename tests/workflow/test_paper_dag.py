@@ -69,7 +69,8 @@ def test_every_gpu_job_reads_only_what_local_download_rules_fetched(paper_jobs):
     assert DOWNLOAD_RULES <= local_rules()
     gpu_jobs = [j for j in paper_jobs if j.gpus > 0]
     assert {j.rule for j in gpu_jobs} >= {"train_grpo", "filter_single_turn", "filter_multi_turn",
-                                          "score_bfcl", "check_general_capability"}  # fmt: skip
+                                          "generate_bfcl", "check_general_capability"}  # fmt: skip
+    assert "score_bfcl" in local_rules() and not any(j.rule == "score_bfcl" for j in gpu_jobs)  # checkers only
     for job in paper_jobs:
         for path in job.inputs:  # a fresh run: every input is a job's output or a file of this checkout
             made = path in by_output or any(path.startswith(o.rstrip("/") + "/") for o in by_output)
@@ -97,11 +98,11 @@ def test_every_gpu_job_reads_only_what_local_download_rules_fetched(paper_jobs):
     assert '"cais/mmlu":' in lm_eval[0].shell  # each dataset at the revision config pins
 
 
-def test_score_bfcl_serves_with_the_vllm_that_locate_vllm_finds_in_the_vllm_env(paper_jobs):
-    """BFCL's env cannot hold vLLM (numpy): every score_bfcl job reads the record of a local job that runs in
+def test_generate_bfcl_serves_with_the_vllm_that_locate_vllm_finds_in_the_vllm_env(paper_jobs):
+    """BFCL's env cannot hold vLLM (numpy): every generate_bfcl job reads the record of a local job that runs in
     eval-vllm.yaml, so plain `--sdm conda` finds the `vllm` to serve with (no VLLM_BIN or VERL_PYTHON)."""
     by_output = producers(paper_jobs)
-    bfcl = [j for j in paper_jobs if j.rule == "score_bfcl"]
+    bfcl = [j for j in paper_jobs if j.rule == "generate_bfcl"]
     (locate,) = [j for j in paper_jobs if j.rule == "locate_vllm"]
     assert bfcl and all(set(locate.outputs) & set(j.inputs) for j in bfcl)
     assert "locate_vllm" in local_rules() and not upstream(locate, by_output)  # first, on the submit host
@@ -121,7 +122,7 @@ def test_every_generation_gets_its_models_thinking_switch(paper_jobs):
     (multi,) = [j for j in paper_jobs if j.rule == "filter_multi_turn"]
     (single,) = [j for j in paper_jobs if j.rule == "filter_single_turn"]
     assert multi.run_config["enable_thinking"] is True and single.run_config["enable_thinking"] is False
-    scored = [j for j in paper_jobs if j.rule in ("score_bfcl", "score_acebench")]
+    scored = [j for j in paper_jobs if j.rule in ("generate_bfcl", "score_acebench")]
     assert scored and all(
         j.run_config["protocol"]["enable_thinking"] is (j.wildcards["model"] != "rl-single") for j in scored
     )
@@ -176,7 +177,7 @@ def test_plan_needs_no_conda_and_says_in_one_line_what_it_cannot_resolve(paper_w
     res = run_plan(paper_workdir, env, "--configfile", "config/paper.yaml", "--json", *UNPINNED)
     assert res.returncode == 0, res.stderr
     plan = json.loads(res.stdout)
-    assert plan["gpu_job_count"] > 0 and any(e["rule"] == "score_bfcl" for e in plan["gpu_jobs"])
+    assert plan["gpu_job_count"] > 0 and any(e["rule"] == "generate_bfcl" for e in plan["gpu_jobs"])
     assert plan["bfcl_vllm"]["vllm"] == "the vllm of workflow/envs/eval-vllm.yaml"  # --sdm conda's env
     import yaml
 
@@ -206,8 +207,8 @@ def test_plan_without_conda_deployment_names_the_vllm_bfcl_will_serve_with_or_th
         env.pop(name, None)
     args = ("--configfile", "config/paper.yaml", "--profile", str(profile), *UNPINNED)
     res = run_plan(paper_workdir, env, *args)
-    assert res.returncode == 1 and "score_bfcl" in res.stdout  # the plan, then what stops the run
-    assert res.stderr.strip().splitlines()[-1].startswith("toolcall-repro plan: score_bfcl will find no `vllm`")
+    assert res.returncode == 1 and "generate_bfcl" in res.stdout  # the plan, then what stops the run
+    assert res.stderr.strip().splitlines()[-1].startswith("toolcall-repro plan: generate_bfcl will find no `vllm`")
     assert "export VLLM_BIN" in res.stderr
     vllm = tmp_path / "verl" / "bin" / "vllm"
     vllm.parent.mkdir(parents=True)
@@ -215,7 +216,7 @@ def test_plan_without_conda_deployment_names_the_vllm_bfcl_will_serve_with_or_th
     vllm.chmod(0o755)
     res = run_plan(paper_workdir, {**env, "VLLM_BIN": str(vllm)}, *args)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.strip().splitlines()[-1] == f"score_bfcl serves with {vllm} (found by VLLM_BIN; the profile deploys no env)."
+    assert res.stdout.strip().splitlines()[-1] == f"generate_bfcl serves with {vllm} (found by VLLM_BIN; the profile deploys no env)."
 
 
 def test_lm_eval_tasks_without_pinned_revisions_fail_before_any_job(tmp_path, smk):
@@ -253,7 +254,7 @@ def test_the_sites_gpu_type_constraint_and_time_are_set_in_one_place(paper_workd
                     "--configfile", str(two_nodes), cwd=paper_workdir, env=fake_cluster_env)  # fmt: skip
     assert res.returncode == 0, res.stderr + res.stdout
     gpu_jobs = [j for j in parse_dryrun(res.stdout) if j.gpus > 0]
-    assert {j.rule for j in gpu_jobs} >= {"train_grpo", "score_bfcl", "score_acebench", "filter_multi_turn"}
+    assert {j.rule for j in gpu_jobs} >= {"train_grpo", "generate_bfcl", "score_acebench", "filter_multi_turn"}
     for job in gpu_jobs:
         assert job.resources["gpu_model"] == "h100" and "constraint" not in job.resources, job.rule
         assert job.resources["runtime"] == ("1440" if job.rule == "train_grpo" else "240"), job.rule

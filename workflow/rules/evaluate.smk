@@ -4,6 +4,7 @@
 
 localrules:
     locate_vllm,
+    score_bfcl,
     summarise_bfcl,
     summarise_bfcl_variance,
     summarise_acebench,
@@ -12,7 +13,7 @@ localrules:
     general_all,
 
 
-# BFCL's env cannot hold vLLM (numpy), so score_bfcl serves with the vLLM env's `vllm`: locate_vllm runs
+# BFCL's env cannot hold vLLM (numpy), so generate_bfcl serves with the vLLM env's `vllm`: locate_vllm runs
 # inside eval-vllm.yaml (deployed by --sdm conda; else VLLM_BIN / VERL_PYTHON) and records where it is.
 rule locate_vllm:
     output:
@@ -34,7 +35,10 @@ rule locate_vllm:
         JOB
 
 
-rule score_bfcl:
+# One process per (model, protocol, seed): bfcl-eval caches backend instances per process. With vLLM it
+# starts `vllm serve` from the vLLM env, as locate_vllm recorded it (input.vllm). The raw results (bfcl's
+# layout, the card, the expected entry ids) are its output; score_bfcl reads them.
+rule generate_bfcl:
     input:
         model=lambda w: EXP.model_dir(w.model),
         vllm=(
@@ -43,12 +47,14 @@ rule score_bfcl:
             else []
         ),
     output:
-        score=R("eval", "bfcl", "{model}", "{protocol}", "seed{seed}.json"),
-        manifest=manifest("score_bfcl", "{model}-{protocol}-{seed}"),
+        results=directory(
+            R("eval", "bfcl", "{model}", "{protocol}", "seed{seed}.results")
+        ),
+        manifest=manifest("generate_bfcl", "{model}-{protocol}-{seed}"),
     log:
-        R("logs", "score_bfcl", "{model}-{protocol}-{seed}.log"),
+        R("logs", "generate_bfcl", "{model}-{protocol}-{seed}.log"),
     benchmark:
-        R("benchmarks", "score_bfcl", "{model}-{protocol}-{seed}.tsv")
+        R("benchmarks", "generate_bfcl", "{model}-{protocol}-{seed}.tsv")
     conda:
         env("eval-bfcl")
     threads: THREADS
@@ -57,7 +63,7 @@ rule score_bfcl:
     params:
         files=files_param,
         job=job(
-            "score_bfcl",
+            "generate_bfcl",
             config=lambda w: {
                 "bfcl": subtree("evaluate", "bfcl"),
                 "protocol": protocol_spec(w.protocol, w.seed, w.model),
@@ -67,8 +73,34 @@ rule score_bfcl:
             threads=THREADS,
         ),
     shell:
-        # One process per (model, protocol, seed): bfcl-eval caches backend instances per process.
-        # With vLLM it starts `vllm serve` from the vLLM env, as locate_vllm recorded it (input.vllm).
+        JOB
+
+
+# bfcl-eval's own checkers over one seed's raw results (no model, no GPU): the seed's score file. Local at
+# paper scale: seconds of CPU, less than a SLURM queue wait.
+rule score_bfcl:
+    input:
+        results=rules.generate_bfcl.output.results,
+    output:
+        score=R("eval", "bfcl", "{model}", "{protocol}", "seed{seed}.json"),
+        manifest=manifest("score_bfcl", "{model}-{protocol}-{seed}"),
+    log:
+        R("logs", "score_bfcl", "{model}-{protocol}-{seed}.log"),
+    benchmark:
+        R("benchmarks", "score_bfcl", "{model}-{protocol}-{seed}.tsv")
+    conda:
+        env("eval-bfcl")
+    threads: 1
+    resources:
+        gpu=0,
+    params:
+        files=files_param,
+        job=job(
+            "score_bfcl",
+            config=lambda w: {"protocol": protocol_spec(w.protocol, w.seed, w.model)},
+            seeds=lambda w: {"eval": int(w.seed)},
+        ),
+    shell:
         JOB
 
 

@@ -159,11 +159,12 @@ def test_rescoring_is_deterministic_and_checks_the_protocol(two_seeds, monkeypat
         )
 
 
-def test_score_bfcl_job_scores_as_the_cli_and_records_its_spec(
+def test_generate_then_score_bfcl_jobs_give_the_clis_scores_and_record_their_specs(
     two_seeds, tiny_model_dir, run_stage, monkeypatch
 ):
-    """The score_bfcl job (typed limit from config, protocol as a dict) gives the CLI's entries; the
-    summarise job gives the CLI's summary; each manifest records the spec's config, seeds and options."""
+    """generate_bfcl (typed limit from config, protocol as a dict) writes the raw results, score_bfcl scores
+    them into the CLI's entries; the summarise job gives the CLI's summary; each manifest records the
+    spec's config, seeds and options."""
     monkeypatch.setenv("BFCL_PROJECT_ROOT", os.environ.get("BFCL_PROJECT_ROOT", ""))
     root = two_seeds / "job"
     config = {
@@ -171,21 +172,39 @@ def test_score_bfcl_job_scores_as_the_cli_and_records_its_spec(
         "protocol": {**PROTOCOL, "seed": 0},
         "model": {"tag": "base", "source": "base"},
     }
+    results = str(root / "eval" / "seed0.results")
+    manifest = run_stage(
+        "generate_bfcl", input={"model": str(tiny_model_dir)},
+        output={"results": results, "manifest": str(root / "manifests" / "generate_bfcl" / "base-default-0.json")},
+        config=config, seeds={"eval": 0}, threads=1,
+    )  # fmt: skip
+    assert (root / "eval" / "seed0.results" / "toolcallrepro-base").is_dir()
+    assert manifest["rule"] == "generate_bfcl" and manifest["config"] == config
+    assert manifest["seeds"] == {"eval": 0} and manifest["options"] == {"threads": 1}
+    assert not (root / "eval" / "seed0.json").exists()  # generation scores nothing
+
     score = str(root / "eval" / "seed0.json")
     manifest = run_stage(
-        "score_bfcl", input={"model": str(tiny_model_dir)},
+        "score_bfcl", input={"results": results},
         output={"score": score, "manifest": str(root / "manifests" / "score_bfcl" / "base-default-0.json")},
-        config=config, seeds={"eval": 0}, threads=1,
+        config={"protocol": config["protocol"]}, seeds={"eval": 0},
     )  # fmt: skip
     doc = json.loads((root / "eval" / "seed0.json").read_text())
     cli = json.loads((two_seeds / "seed0.json").read_text())
     assert doc["categories"]["simple_python"] == cli["categories"]["simple_python"]  # per-query seeds
     assert doc["card"]["benchmark"]["limit"] == {"default": 2, "multi_turn_base": 1}
     assert doc["card"]["seed"] == 0 and doc["card"]["protocol_id"] == "default"
-    assert (root / "eval" / "seed0.work" / "results" / "toolcallrepro-base").is_dir()
-    assert manifest["rule"] == "score_bfcl" and manifest["config"] == config
-    assert manifest["seeds"] == {"eval": 0} and manifest["options"] == {"threads": 1}
-    assert set(manifest["outputs"]) == {score}
+    assert manifest["rule"] == "score_bfcl" and set(manifest["outputs"]) == {score}
+    assert set(manifest["inputs"]) >= {f"{results}/card.json", f"{results}/expected_ids.json"}
+
+    # the score job holds the results to the protocol it is asked for: another seed's is refused
+    with pytest.raises(ValueError, match="generated under protocol"):
+        run_stage(
+            "score_bfcl", input={"results": results},
+            output={"score": str(root / "other.json"), "manifest": str(root / "manifests" / "score_bfcl" / "x.json")},
+            config={"protocol": {**PROTOCOL, "seed": 1}}, seeds={"eval": 1},
+        )  # fmt: skip
+    assert not (root / "other.json").exists()
 
     inputs = [str(two_seeds / f"seed{s}.json") for s in (0, 1)]
     summary = str(root / "summary.json")

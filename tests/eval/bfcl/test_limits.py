@@ -22,7 +22,7 @@ def test_select_entries_applies_per_category_caps():
 
 
 def test_config_limit_is_what_the_cli_gets_from_the_same_limit():
-    """evaluate.bfcl.limit reaches generate typed (score_bfcl's job) as `--limit` gives it (0/null = all)."""
+    """evaluate.bfcl.limit reaches generate typed (generate_bfcl's job) as `--limit` gives it (0/null = all)."""
     from toolcall_repro.eval.bfcl.__main__ import config_limit
 
     assert config_limit(None) is None and config_limit(0) is None and config_limit(3) == 3

@@ -183,11 +183,11 @@ def test_bfcl_starts_vllm_serve_from_the_vllm_env(tiny_model_dir, tmp_path, monk
         vllm_executable(environ={"PATH": str(tmp_path)})
 
 
-def test_locate_vllm_records_the_vllm_envs_vllm_and_score_bfcl_serves_with_it(
+def test_locate_vllm_records_the_vllm_envs_vllm_and_generate_bfcl_serves_with_it(
     tiny_model_dir, tmp_path, monkeypatch, run_stage
 ):
     """Paper scale under plain `--sdm conda`, nothing exported: locate_vllm runs in the vLLM env
-    (eval-vllm.yaml, its bin on PATH as conda activates it) and records that env's `vllm`; score_bfcl runs
+    (eval-vllm.yaml, its bin on PATH as conda activates it) and records that env's `vllm`; generate_bfcl runs
     in the BFCL env, where no `vllm` is on PATH, and serves with the recorded one."""
     import os
     import shutil
@@ -214,15 +214,22 @@ def test_locate_vllm_records_the_vllm_envs_vllm_and_score_bfcl_serves_with_it(
     monkeypatch.setenv("PATH", bfcl_path)  # the BFCL env: no vLLM (numpy)
     protocol = {"id": "default", "system_prompt": "bfcl_default", "template": "native", "thinking": "drop",
                 "temperature": 0.7, "top_p": 1.0, "max_tokens": 16, "seed": 0, "backend": "vllm"}  # fmt: skip
-    score = tmp_path / "eval" / "bfcl" / "base" / "default" / "seed0.json"
+    results = tmp_path / "eval" / "bfcl" / "base" / "default" / "seed0.results"
     run_stage(
-        "score_bfcl", input={"model": str(tiny_model_dir), "vllm": str(location)},
-        output={"score": str(score), "manifest": str(tmp_path / "manifests" / "score_bfcl" / "base-default-0.json")},
+        "generate_bfcl", input={"model": str(tiny_model_dir), "vllm": str(location)},
+        output={"results": str(results),
+                "manifest": str(tmp_path / "manifests" / "generate_bfcl" / "base-default-0.json")},
         config={"bfcl": {"categories": ["simple_python"], "limit": 2}, "protocol": protocol,
                 "model": {"tag": "base", "source": "base"}},
         seeds={"eval": 0}, threads=1,
     )  # fmt: skip
     assert json.loads(record.read_text())[:2] == ["serve", str(tiny_model_dir)]
+    score = tmp_path / "eval" / "bfcl" / "base" / "default" / "seed0.json"
+    run_stage(
+        "score_bfcl", input={"results": str(results)},
+        output={"score": str(score), "manifest": str(tmp_path / "manifests" / "score_bfcl" / "base-default-0.json")},
+        config={"protocol": protocol}, seeds={"eval": 0},
+    )  # fmt: skip
     doc = json.loads(score.read_text())
     assert doc["categories"]["simple_python"]["total"] == 2 and doc["summary"]["inference_errors"] == 0
 

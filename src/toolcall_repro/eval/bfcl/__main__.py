@@ -216,7 +216,8 @@ def write_score(doc: dict, out: str) -> None:
 
 
 def run(*, work_dir: str, out: str, **generation) -> None:
-    """Generate into work_dir/results, then score into the score file `out` (`run`, and score_bfcl)."""
+    """Generate into work_dir/results, then score into the score file `out` (the CLI's `run`; the workflow
+    does the two as generate_bfcl and score_bfcl)."""
     from toolcall_repro.eval.bfcl.runner import score_run
 
     results = Path(work_dir) / "results"
@@ -224,20 +225,19 @@ def run(*, work_dir: str, out: str, **generation) -> None:
     write_score(score_run(results, protocol), out)
 
 
-def score_bfcl(j) -> None:
-    """The score_bfcl job (toolcall_repro.job): one (model, protocol, seed) generated and scored.
+def generate_bfcl(j) -> None:
+    """The generate_bfcl job (toolcall_repro.job): one (model, protocol, seed) generated, no scoring.
 
     config: {bfcl: evaluate.bfcl, protocol: its spec (seed and backend included), model: {tag, ...}};
-    input.vllm (vLLM protocols): locate_vllm's record of the `vllm` to serve with. The raw result files go
-    to <score>.work beside the score file.
+    input.vllm (vLLM protocols): locate_vllm's record of the `vllm` to serve with. output.results: the raw
+    result files in bfcl's layout with card.json and expected_ids.json (what score_bfcl reads).
     """
     from toolcall_repro.eval.bfcl.locate import recorded_serve_args, recorded_vllm
 
     print(f"BFCL_PROJECT_ROOT={_private_bfcl_root()}", file=sys.stderr)
-    score = j.out("score")
     protocol = j.config["protocol"]
     location = j.paths("vllm")  # vllm protocols at paper scale: locate_vllm's record (the vLLM env's vllm)
-    run(
+    generate_results(
         model_dir=j.path("model"),
         model_tag=j.config["model"]["tag"],
         protocol=protocol,
@@ -245,13 +245,24 @@ def score_bfcl(j) -> None:
         backend=protocol["backend"],
         categories=list(j.config["bfcl"]["categories"]),
         limit=config_limit(j.config["bfcl"]["limit"]),
-        work_dir=os.path.splitext(score)[0] + ".work",
-        out=score,
+        out_dir=j.out("results"),
         threads=int(j.option("threads")),
         vllm_bin=recorded_vllm(location[0]) if location else None,
         serve_args=recorded_serve_args(location[0]) if location else (),
         server_timeout_s=j.config["bfcl"].get("server_timeout_s"),
     )
+
+
+def score_bfcl(j) -> None:
+    """The score_bfcl job (toolcall_repro.job): one seed's raw results (input.results, generate_bfcl's)
+    scored by bfcl-eval's checkers into the score file; no model. config: {protocol: its spec}, which
+    must be the one the results were generated under."""
+    from toolcall_repro.eval.bfcl.runner import score_run
+
+    print(f"BFCL_PROJECT_ROOT={_private_bfcl_root()}", file=sys.stderr)
+    protocol = j.config["protocol"]
+    _, parsed = parse_protocol(protocol, j.seed("eval"), protocol["backend"])
+    write_score(score_run(j.path("results"), parsed), j.out("score"))
 
 
 def summarise_bfcl(j) -> None:

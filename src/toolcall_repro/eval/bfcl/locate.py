@@ -2,7 +2,7 @@
 needs numpy>=2, bfcl-eval pins 1.26.4).
 
 At paper scale the workflow's `locate_vllm` job runs inside the vLLM env (eval-vllm.yaml, as Snakemake
-deploys it under --sdm conda) and records that env's `vllm`; every `score_bfcl` job, in the BFCL env,
+deploys it under --sdm conda) and records that env's `vllm`; every `generate_bfcl` job, in the BFCL env,
 serves with the recorded one. This module imports neither bfcl-eval nor vLLM: it runs in both envs.
 """
 
@@ -100,7 +100,7 @@ def serve_args(executable: str) -> tuple[list[str], str]:
 
 def locate_vllm(j) -> None:
     """The locate_vllm job (toolcall_repro.job): run inside the vLLM env (eval-vllm.yaml, as Snakemake deploys
-    it under --sdm conda), record the `vllm` score_bfcl serves with in output.vllm:
+    it under --sdm conda), record the `vllm` generate_bfcl serves with in output.vllm:
     {"vllm": path, "found_by": ..., "python": this env's interpreter, "platform": cpu | gpu | unknown,
     "serve_args": flags that platform needs after bfcl-eval's own}."""
     path, source = find_vllm()
