@@ -108,6 +108,9 @@ def test_bfcls_result_files_json_lines_under_a_json_name_drop_each_entrys_latenc
     assert base != result("c_result.json", 0.1, text="[f()]")  # another output
     (tmp_path / "d.json").write_text("{not json\n")
     assert digests.science_digest(tmp_path / "d.json") == hashlib.sha256(b"{not json\n").hexdigest()
+    lines = (tmp_path / "a_result.json").read_bytes()  # JSON lines that are not bfcl's results: their bytes
+    (tmp_path / "rows.json").write_bytes(lines)
+    assert digests.science_digest(tmp_path / "rows.json") == hashlib.sha256(lines).hexdigest()
 
 
 def test_cli_writes_a_reference_and_fails_on_a_mismatch(tmp_path, capsys):

@@ -55,6 +55,9 @@ SKIPPED = {
     "update vs rollout time)",
 }
 REFERENCE_VERSION = 1
+# bfcl-eval's result files (generate_bfcl's raw results: BFCL_v4_<category>_result.json) are JSON lines
+# under a .json name; any other .json that is not one JSON value is digested as its bytes.
+BFCL_RESULT_SUFFIX = "_result.json"
 
 
 def skip_reason(rel: str) -> str | None:
@@ -103,7 +106,9 @@ def science_bytes(path: str | Path) -> bytes:
         except UnicodeDecodeError:
             return path.read_bytes()
         except json.JSONDecodeError:
-            try:  # JSON lines under a .json name, as bfcl writes its result files (with each entry's latency)
+            if not path.name.endswith(BFCL_RESULT_SUFFIX):
+                return path.read_bytes()
+            try:  # bfcl's result files: JSON lines under a .json name, each entry with its latency
                 return _json_lines(text)
             except json.JSONDecodeError:
                 return path.read_bytes()
