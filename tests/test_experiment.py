@@ -157,6 +157,24 @@ def test_the_analysis_receives_units_that_name_what_they_are(exp):
     assert os.path.join("results", "t", "manifests", "report_filter", "all.json") in manifests
 
 
+def test_a_protocol_is_its_own_keys_over_the_defaults_and_a_gap_is_named():
+    cfg = copy.deepcopy(CONFIG)
+    cfg["evaluate"]["protocol_defaults"] = {"template": "native", "thinking": "drop", "temperature": 0.7,
+                                            "top_p": 1.0, "max_tokens": 64}  # fmt: skip
+    cfg["evaluate"]["protocols"] = {"default": {"system_prompt": "bfcl_default"},
+                                    "context": {"system_prompt": "stronger", "template": "context", "max_tokens": 8}}  # fmt: skip
+    exp = Experiment(cfg)
+    assert exp.protocol("context") == {"system_prompt": "stronger", "template": "context", "thinking": "drop",
+                                       "temperature": 0.7, "top_p": 1.0, "max_tokens": 8}  # fmt: skip
+    assert exp.protocol_problems() == []
+    del cfg["evaluate"]["protocol_defaults"]["top_p"], cfg["evaluate"]["protocol_defaults"]["thinking"]
+    assert Experiment(cfg).protocol_problems() == [
+        f"evaluate.protocols.{name}: thinking, top_p not set there nor in evaluate.protocol_defaults; every "
+        "protocol needs system_prompt, template, thinking, temperature, top_p, max_tokens"
+        for name in ("context", "default")
+    ]
+
+
 def test_every_run_the_dag_can_build_once_with_the_key_that_asks_for_it(exp):
     assert exp.requested_runs() == [
         ("single_turn", "vanilla", "train.runs.single_turn"),

@@ -20,6 +20,8 @@ from toolcall_repro.runconfig import SETTINGS, dataset_setting
 SOURCES = ("xlam", "toolace", "looptool")
 FORMAT_DATASETS = ("format_single", "format_multi")
 VARIANCE_STUDY = "seed_variance"
+# What an evaluation protocol sets (each score's card names every one): its own keys over the defaults.
+PROTOCOL_KEYS = ("system_prompt", "template", "thinking", "temperature", "top_p", "max_tokens")
 
 # The rule that writes each kind of score file, by (benchmark, file name).
 SCORE_RULES = {
@@ -273,6 +275,23 @@ class Experiment:
         if spec["source"] == "train":
             return self.final_model_dir(spec["setting"], spec["variant"])
         return self.final_model_dir(spec["dataset"], self.config["train"]["format_study"]["variant"])
+
+    def protocol(self, name: str) -> dict:
+        """evaluate.protocols.<name> over evaluate.protocol_defaults."""
+        evaluate = self.config["evaluate"]
+        return {**(evaluate.get("protocol_defaults") or {}), **evaluate["protocols"][name]}
+
+    def protocol_problems(self) -> list[str]:
+        """A protocol that leaves a key unset after the defaults (each names the keys and where to set them)."""
+        out = []
+        for name in sorted(self.config["evaluate"]["protocols"]):
+            missing = [k for k in PROTOCOL_KEYS if k not in self.protocol(name)]
+            if missing:
+                out.append(
+                    f"evaluate.protocols.{name}: {', '.join(missing)} not set there nor in "
+                    f"evaluate.protocol_defaults; every protocol needs {', '.join(PROTOCOL_KEYS)}"
+                )
+        return out
 
     def model_spec(self, tag: str) -> dict:
         return {"tag": tag, **self.config["evaluate"]["models"][tag]}

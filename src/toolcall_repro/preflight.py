@@ -169,10 +169,11 @@ def _budgets(config: Mapping) -> list[tuple[str, int, str | None]]:
     pairs = {(m, p) for study in evaluate["studies"].values() for m in study["models"] for p in study["protocols"]}
     ace = evaluate.get("acebench") or {}
     pairs |= {(m, ace.get("protocol", "stronger")) for m in ace.get("models", [])}
+    exp = Experiment(config)
     for tag, protocol in sorted(pairs):
-        if tag in evaluate["models"] and protocol in evaluate["protocols"]:
-            out.append((f"evaluate.protocols.{protocol}.max_tokens", evaluate["protocols"][protocol]["max_tokens"],
-                        eval_model(config, tag)))  # fmt: skip
+        budget = exp.protocol(protocol).get("max_tokens") if protocol in evaluate["protocols"] else None
+        if tag in evaluate["models"] and budget is not None:  # unset: protocol_problems says so
+            out.append((f"evaluate.protocols.{protocol}.max_tokens", budget, eval_model(config, tag)))
     return out
 
 
@@ -213,7 +214,7 @@ def validate_config(config: Mapping) -> list[str]:
     """
     engine = config["engines"]["training"]
     variants = config["train"]["variants"]
-    out: list[str] = stage_problems(config)
+    out: list[str] = stage_problems(config) + Experiment(config).protocol_problems()
     for dataset, variant, asked in Experiment(config).requested_runs():
         if dataset not in SETTINGS and not dataset.startswith("format_") and dataset != "tooln1":
             out.append(must(f"{asked}.setting", f"one of {SETTINGS}", dataset))

@@ -162,7 +162,7 @@ def protocol_spec(protocol, seed, model):
     thinking = thinking_of(config, eval_model(config, model))
     return {
         "id": protocol,
-        **subtree("evaluate", "protocols", protocol),
+        **EXP.protocol(protocol),
         "seed": int(seed),
         "backend": config["engines"]["generation"],
         **({"enable_thinking": thinking} if thinking is not None else {}),
