@@ -19,7 +19,8 @@ run: install
 	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/snakemake --cores 2 $(if $(RUN_CONFIG),--configfile $(RUN_CONFIG))
 
 # The efficiency evidence, pre-registered in docs/efficiency.md: ~6.6 h on an idle 2-core machine (estimate).
-# Rerun after a stop: finished jobs are kept, an interrupted training continues from its last checkpoint.
+# Rerun after a stop: finished jobs are kept, an interrupted training continues from its last checkpoint
+# (after a kill, first clear Snakemake's lock: .venv/bin/snakemake efficiency --configfile config/evidence.yaml --unlock).
 evidence: install
 	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/snakemake efficiency --cores 2 --rerun-incomplete --configfile config/evidence.yaml
 
