@@ -265,7 +265,7 @@ def test_bfcl_scored_the_final_checkpoint_through_vllm_serve_with_the_cpu_flags(
         assert card["model"]["checkpoint_sha256"] == model_sha256(final)
         assert doc["categories"]["simple_python"]["total"] == 1
         assert doc["summary"]["inference_errors"] == 1  # multi_turn_base_0: ~27k tokens of a 12288 context
-    results = run / RUN / "eval" / "bfcl" / MODEL / "stronger" / "seed0.results"  # generate_bfcl's output
+    results = run / RUN / "eval" / "bfcl" / MODEL / "stronger" / "raw" / "seed0"  # generate_bfcl's output
     (refused,) = [
         json.loads(line) for f in results.rglob("*multi_turn_base_result.json") for line in f.open()
     ]

@@ -48,7 +48,7 @@ rule generate_bfcl:
         ),
     output:
         results=directory(
-            R("eval", "bfcl", "{model}", "{protocol}", "seed{seed}.results")
+            R("eval", "bfcl", "{model}", "{protocol}", "raw", "seed{seed}")
         ),
         manifest=manifest("generate_bfcl", "{model}-{protocol}-{seed}"),
     log:

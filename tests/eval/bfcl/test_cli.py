@@ -172,13 +172,13 @@ def test_generate_then_score_bfcl_jobs_give_the_clis_scores_and_record_their_spe
         "protocol": {**PROTOCOL, "seed": 0},
         "model": {"tag": "base", "source": "base"},
     }
-    results = str(root / "eval" / "seed0.results")
+    results = str(root / "eval" / "raw" / "seed0")
     manifest = run_stage(
         "generate_bfcl", input={"model": str(tiny_model_dir)},
         output={"results": results, "manifest": str(root / "manifests" / "generate_bfcl" / "base-default-0.json")},
         config=config, seeds={"eval": 0}, threads=1,
     )  # fmt: skip
-    assert (root / "eval" / "seed0.results" / "toolcallrepro-base").is_dir()
+    assert (root / "eval" / "raw" / "seed0" / "toolcallrepro-base").is_dir()
     assert manifest["rule"] == "generate_bfcl" and manifest["config"] == config
     assert manifest["seeds"] == {"eval": 0} and manifest["options"] == {"threads": 1}
     assert not (root / "eval" / "seed0.json").exists()  # generation scores nothing

@@ -214,7 +214,7 @@ def test_locate_vllm_records_the_vllm_envs_vllm_and_generate_bfcl_serves_with_it
     monkeypatch.setenv("PATH", bfcl_path)  # the BFCL env: no vLLM (numpy)
     protocol = {"id": "default", "system_prompt": "bfcl_default", "template": "native", "thinking": "drop",
                 "temperature": 0.7, "top_p": 1.0, "max_tokens": 16, "seed": 0, "backend": "vllm"}  # fmt: skip
-    results = tmp_path / "eval" / "bfcl" / "base" / "default" / "seed0.results"
+    results = tmp_path / "eval" / "bfcl" / "base" / "default" / "raw" / "seed0"
     run_stage(
         "generate_bfcl", input={"model": str(tiny_model_dir), "vllm": str(location)},
         output={"results": str(results),
