@@ -353,10 +353,11 @@ def flat_overrides(prefix: str, value: object, add: bool = False) -> list[str]:
 
 
 def toolcall_section(
-    run: Mapping, paths: RunPaths, seed: int, geo: Geometry, fingerprint: str | None = None
+    run: Mapping, parsed: RunConfig, paths: RunPaths, seed: int, geo: Geometry, fingerprint: str | None = None
 ) -> dict:
-    """Our settings, read by the trainer subclass and the sampler (config key `toolcall`)."""
-    down = parse_run(run, "verl").downsample  # selection / advantage_scope defaults: DownsampleConfig's
+    """Our settings, read by the trainer subclass and the sampler (config key `toolcall`); `parsed` is the
+    run as check_variant typed it (its down-sampling with DownsampleConfig's selection/scope defaults)."""
+    down = parsed.downsample
     return {
         "setting": run.get("setting"),
         "variant": run.get("variant"),
@@ -388,7 +389,7 @@ def build_overrides(
     """
     v = merged_verl(verl)
     geo = geometry(run, v)
-    check_variant(run)
+    parsed = check_variant(run)  # the run's one typed parse on this route
     attn = attention(v, flash_attn_installed)
     steps = max_steps(run)
     max_prompt, max_response = int(run["max_prompt_tokens"]), response_tokens(run)
@@ -481,7 +482,7 @@ def build_overrides(
     # The chat template's kwargs in verl's dataset and agent loop (an empty dict too): Qwen3's thinking
     # switch, the one filtering and evaluation pass (config model.enable_thinking).
     out += [f"+data.apply_chat_template_kwargs.{k}={hydra_value(v)}" for k, v in template_kwargs(run).items()]
-    out += flat_overrides("toolcall", toolcall_section(run, paths, seed, geo, fingerprint), add=True)
+    out += flat_overrides("toolcall", toolcall_section(run, parsed, paths, seed, geo, fingerprint), add=True)
     out += device_overrides(v)
     # A retry continues the same run from its newest complete checkpoint (weights, optimizer, dataloader;
     # the filter's state rides in the same folder); a first attempt starts from the base weights.
