@@ -319,9 +319,8 @@ class Experiment:
         train.efficiency.runs, the format study, evaluation models trained here, a trained filter policy.
         Config validation checks each (preflight.validate_config)."""
         train = self.config["train"]
-        runs = [(s, v, f"train.runs.{s}") for s in SETTINGS for v in train["runs"].get(s) or []]
-        for setting, variants in sorted(((train.get("efficiency") or {}).get("runs") or {}).items()):
-            runs += [(setting, v, f"train.efficiency.runs.{setting}") for v in sorted(variants) if variants[v]]
+        runs = [(r.dataset, r.variant, f"train.runs.{r.dataset}") for r in self.training_runs()]
+        runs += [(r.dataset, r.variant, f"train.efficiency.runs.{r.dataset}") for r in self.efficiency_runs()]
         fmt = train["format_study"]["variant"]
         runs += [(d, fmt, "train.format_study.variant") for d in FORMAT_DATASETS]
         for tag, spec in sorted(self.config["evaluate"]["models"].items()):

@@ -35,14 +35,21 @@ def units(config: dict, run_dir: str) -> dict:
     raise ValueError("--config: give the pipeline config (config/config.yaml and overlays) or the rule's units")
 
 
+def _results(run_dir: str, config: dict, inputs: list[str] | None):
+    """The run's results and the analysis config: the units (the rule's, or the experiment's for a pipeline
+    config) over the config, so that every table takes its studies from the units."""
+    from toolcall_repro.analysis import report
+
+    found = units(config, run_dir)
+    return report.RunResults(run_dir, found, inputs), {**config, **found}
+
+
 def tables(run_dir: str, out_dir: str, config: dict, inputs: list[str] | None = None) -> list:
     """Every table of the run from its result files (only `inputs` when given); returns what was written."""
     _headless()
     from toolcall_repro.analysis import report
 
-    found = units(config, run_dir)
-    config = {**config, **found}  # the studies' units over a pipeline config's specs
-    res = report.RunResults(run_dir, found, inputs)
+    res, config = _results(run_dir, config, inputs)
     built = report.build_tables(res, config)
     card = report.build_scorecard(res, built, config)
     written = report.write_tables(built, out_dir, card)
@@ -61,9 +68,8 @@ def figures(
     from toolcall_repro.analysis import report
 
     speedups = pd.read_csv(speedup) if speedup else None
-    found = units(config, run_dir)
-    res = report.RunResults(run_dir, found, inputs)
-    return report.write_figures(report.build_figures(res, {**config, **found}, speedups), out_dir)
+    res, config = _results(run_dir, config, inputs)
+    return report.write_figures(report.build_figures(res, config, speedups), out_dir)
 
 
 def efficiency(run_dir: str, out_dir: str, config: dict, inputs: list[str] | None = None) -> list:
