@@ -116,7 +116,8 @@ def test_every_stage_names_a_function_that_exists(stage):
 
 
 def test_the_rule_files_come_apart_from_the_spec_and_the_spec_wins(tmp_path):
-    """params.job (what runs, recorded by Snakemake's rerun trigger) and params.files (the paths)."""
+    """params.job (what runs, recorded by Snakemake's rerun trigger) and params.files (the paths); a
+    spec without a rule is the rule of its stage's name."""
     s = spec(tmp_path)
     files = {k: s.pop(k) for k in ("input", "output", "files", "rule")}
     files["gpus"] = 4
@@ -124,3 +125,9 @@ def test_the_rule_files_come_apart_from_the_spec_and_the_spec_wins(tmp_path):
     assert job.main([json.dumps(s), json.dumps(files)]) == 0
     m = json.loads((tmp_path / "manifests" / "synthesize_source" / "xlam.json").read_text())
     assert m["rule"] == "synthesize_source" and m["device_s"] == m["cpu_s"]
+
+
+def test_a_twin_rule_names_itself_and_runs_its_stage(tmp_path):
+    assert job.main([json.dumps(spec(tmp_path, rule="synthesize_twin"))]) == 0
+    m = json.loads((tmp_path / "manifests" / "synthesize_source" / "xlam.json").read_text())
+    assert m["rule"] == "synthesize_twin" and (tmp_path / "raw" / "xlam.jsonl").exists()

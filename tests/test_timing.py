@@ -5,31 +5,45 @@ import pytest
 
 from toolcall_repro import timing
 
-HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+BASIC = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time"
+# Snakemake's extended format (benchmark-extended, set by the workflow profile): the job names itself
+HEADER = BASIC + "\tjobid\trule_name\twildcards\tparams\tthreads\tcpu_usage\tresources\tinput_size_mb\n"
 
 
-def bench(path, wall, cpu, rss):
+def bench(path, wall, cpu, rss, rule, wildcards="{}"):
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(HEADER + f"{wall}\t0:00:00\t{rss}\t1\t1\t1\t0\t0\t50\t{cpu}\n")
+    params = '{\'job\': \'{"stage":"x","config":{"a":"b"}}\'}'  # the params as Snakemake writes them
+    path.write_text(HEADER + f"{wall}\t0:00:00\t{rss}\t1\t1\t1\t0\t0\t50\t{cpu}\t3\t{rule}\t{wildcards}\t"
+                    f"{params}\t1\t90\t{{}}\t{{}}\n")  # fmt: skip
 
 
 @pytest.fixture
 def run(tmp_path):
     b = tmp_path / "benchmarks"
-    bench(b / "warmstart_base_model.tsv", 100.0, 180.0, 900.0)  # one-job rule: the file is the rule
-    bench(b / "score_bfcl" / "base-default-0.tsv", 10.0, 8.0, 300.0)  # a rule's jobs: one file each
-    bench(b / "score_bfcl" / "base-default-1.tsv", 14.0, 12.0, 350.0)
-    bench(b / "normalise_source" / "xlam.tsv", 1.0, 0.0, 50.0)
+    bench(b / "warmstart_base_model.tsv", 100.0, 180.0, 900.0, "warmstart_base_model")
+    bench(b / "score_bfcl" / "a.tsv", 10.0, 8.0, 300.0, "score_bfcl", "{'model': 'base', 'seed': '0'}")
+    bench(b / "score_bfcl" / "b.tsv", 14.0, 12.0, 350.0, "score_bfcl", "{'model': 'base', 'seed': '1'}")
+    # the file names its rule: where it lies says nothing
+    bench(b / "elsewhere" / "xlam.tsv", 1.0, 0.0, 50.0, "normalise_source", "{'source': 'xlam'}")
     return tmp_path
 
 
-def test_each_benchmark_file_is_one_job_of_the_rule_it_sits_under(run):
+def test_each_benchmark_file_is_one_job_of_the_rule_it_names(run):
     jobs = timing.job_times(run).sort_values(["rule", "key"]).reset_index(drop=True)
     assert list(zip(jobs["rule"], jobs["key"], strict=True)) == [
-        ("normalise_source", "xlam"), ("score_bfcl", "base-default-0"), ("score_bfcl", "base-default-1"),
-        ("warmstart_base_model", ""),
+        ("normalise_source", "{'source': 'xlam'}"), ("score_bfcl", "{'model': 'base', 'seed': '0'}"),
+        ("score_bfcl", "{'model': 'base', 'seed': '1'}"), ("warmstart_base_model", ""),
     ]  # fmt: skip
     assert jobs["cpu_s"].tolist() == [0.0, 8.0, 12.0, 180.0]
+
+
+def test_a_benchmark_without_the_extended_columns_is_named_with_the_fix(run, capsys):
+    (run / "benchmarks" / "plain.tsv").write_text(BASIC + "\n1.0\t0:00:01\t5\t1\t1\t1\t0\t0\t50\t0.5\n")
+    from toolcall_repro.cli import main
+
+    assert main(["timing", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "plain.tsv" in err and "rule_name" in err and "--workflow-profile none" in err
 
 
 def test_rules_sum_their_jobs_most_cpu_first_then_a_total(run):
@@ -48,7 +62,8 @@ def test_rules_sum_their_jobs_most_cpu_first_then_a_total(run):
 
 def test_a_repeated_benchmark_counts_its_last_measurement(run):
     path = run / "benchmarks" / "warmstart_base_model.tsv"
-    path.write_text(path.read_text() + "90.0\t0:00:00\t900\t1\t1\t1\t0\t0\t50\t170.0\n")
+    path.write_text(path.read_text() + "90.0\t0:00:00\t900\t1\t1\t1\t0\t0\t50\t170.0\t3\twarmstart_base_model"
+                    "\t{}\t{}\t1\t90\t{}\t{}\n")  # fmt: skip
     rows = timing.rule_table(timing.job_times(run)).set_index("rule")
     assert rows.loc["warmstart_base_model", "cpu_s"] == 170.0
 

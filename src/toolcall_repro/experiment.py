@@ -71,8 +71,13 @@ class TrainingRun:
         return [os.path.join(self.dir, n) for n in ("summary.json", "metrics.jsonl", "curve.jsonl")]
 
     @property
+    def rule(self) -> str:
+        """train_grpo; train_grpo_seed (its `use rule` twin) for a run at another seed."""
+        return "train_grpo" if self.seed is None else "train_grpo_seed"
+
+    @property
     def manifest(self) -> str:
-        return manifest_path(self.run_dir, "train_grpo", self.key)
+        return manifest_path(self.run_dir, self.rule, self.key)
 
     def unit(self) -> dict:
         """The run as the analysis receives it (its config): what it is and where it lies."""

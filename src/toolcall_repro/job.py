@@ -6,8 +6,8 @@ options, a function of the wildcards alone, so Snakemake's params rerun trigger 
 that reads input or output is "derived" and not recorded). `params.files` (`FILES`) adds the rule's own
 `input`, `output` and `resources`. Together, one job as JSON:
 
-    {"rule": "train_grpo",            # the folder of output.manifest: manifests/<rule>/<key>.json
-     "stage": "train_grpo",           # the rule's own name, or X's for `use rule X as Y` (STAGES below)
+    {"stage": "train_grpo",           # the rule's own name, or X's for `use rule X as Y` (STAGES below)
+     "rule": "train_grpo_seed",       # only a `use rule X as Y` twin names itself: else rule = stage
      "input": {"train": "...parquet", "samples": ["...", "..."]},   # the rule's named inputs
      "output": {"summary": "...", "manifest": "..."},              # the rule's named outputs
      "files": {"input": [...], "output": [...]},                   # every path, named or not
@@ -93,7 +93,8 @@ class Job:
 
     @classmethod
     def from_json(cls, text: str, files: str | None = None) -> Job:
-        """A job from its spec, and the rule's files when they come apart (the spec's keys win)."""
+        """A job from its spec, and the rule's files when they come apart (the spec's keys win). The rule
+        is the stage's name unless the spec names a twin."""
         raw: dict = {}
         for part in (files, text):
             if part is None:
@@ -105,6 +106,7 @@ class Job:
             if not isinstance(doc, dict):
                 raise JobError(f"job spec must be a JSON object, got {type(doc).__name__}")
             raw.update(doc)
+        raw.setdefault("rule", raw.get("stage"))
         unknown = sorted(set(raw) - set(cls.__dataclass_fields__))
         if unknown:
             raise JobError(f"job spec: unknown key(s) {unknown}; allowed: {sorted(cls.__dataclass_fields__)}")
@@ -160,14 +162,14 @@ class Job:
 # --- the rule side: what a rule's params hold (workflow/rules/common.smk) ----------------------------------
 
 
-def job_param(stage, *, cpu_capability, config=None, seeds=None, gpus=None, rule=None, **options):
+def job_param(stage, *, cpu_capability, config=None, seeds=None, gpus=None, twin=None, **options):
     """A rule's params.job: a function of the wildcards returning the job spec as JSON.
 
     config (the subtree the stage reads and the manifest records), seeds, every option and gpus are
     values or functions of the wildcards, and of nothing else: Snakemake records a param for its rerun
     trigger only when its function does not read input, output, threads or resources, so a changed knob
-    reruns the jobs that read it. The paths travel in params.files (`files_param`). `rule` names a job
-    that has no manifest output; gpus overrides resources.gpu.
+    reruns the jobs that read it. The paths travel in params.files (`files_param`). A rule is named as
+    its stage; `twin` names a `use rule X as Y` rule, which runs X's stage. gpus overrides resources.gpu.
     """
     from toolcall_repro.io import compact_json
 
@@ -183,8 +185,8 @@ def job_param(stage, *, cpu_capability, config=None, seeds=None, gpus=None, rule
         }
         if gpus is not None:
             out["gpus"] = int(value(gpus, wildcards))
-        if rule:
-            out["rule"] = rule
+        if twin is not None:
+            out["rule"] = twin
         return compact_json(out)
 
     return spec
@@ -192,7 +194,7 @@ def job_param(stage, *, cpu_capability, config=None, seeds=None, gpus=None, rule
 
 def files_param(wildcards, input, output, resources):
     """A rule's params.files: its own named input and output, every path (named or not), the GPUs it
-    holds (resources.gpu), and its name from output.manifest (manifests/<rule>/<key>.json)."""
+    holds (resources.gpu)."""
     from toolcall_repro.io import compact_json
 
     def named(files):
@@ -204,8 +206,6 @@ def files_param(wildcards, input, output, resources):
         "files": {"input": list(input), "output": list(output)},
         "gpus": int(resources.get("gpu", 0) or 0),
     }
-    if "manifest" in output.keys():
-        out["rule"] = Path(output.manifest).parent.name
     return compact_json(out)
 
 

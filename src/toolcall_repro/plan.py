@@ -197,7 +197,7 @@ def gpu_jobs_plan(jobs: list[Job], config: dict, retries: int = 0, root: Path = 
             "max_gpu_hours": job.gpus * runtime / 60 * (1 + retries),
         }
         run = job.run_config or {}
-        if job.rule == "train_grpo":
+        if (job.spec or {}).get("stage") == "train_grpo":  # train_grpo and its seed twin
             dataset = job.wildcards.get("dataset")
             n_rows, source = rows.get(dataset, (None, "unknown"))
             entry["training"] = {**training_plan(run, n_rows), "rows_from": source}

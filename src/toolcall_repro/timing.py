@@ -1,6 +1,8 @@
 """Where a run's time goes: per rule, the wall and CPU seconds of its jobs, read from the benchmark file
-Snakemake writes for every job (`results/<run>/benchmarks/<rule>[/<key>].tsv`: columns `s` = wall
-seconds, `cpu_time` = CPU seconds of the job's processes, `max_rss` = peak resident MB).
+Snakemake writes for every job (any `.tsv` under `results/<run>/benchmarks/`: columns `s` = wall seconds,
+`cpu_time` = CPU seconds of the job's processes, `max_rss` = peak resident MB). Each file names its own
+job: the workflow profile (`workflow/profiles/default`) sets Snakemake's `benchmark-extended`, whose
+columns `rule_name` and `wildcards` say which rule and job measured it; nothing is read from the path.
 
 The workflow prints this table when a run finishes (`onsuccess` in the Snakefile) and keeps it as
 `results/<run>/timing.{md,csv}`; `toolcall-repro timing RUN` prints it for any results tree. It covers the
@@ -12,6 +14,7 @@ side by side on the run's cores overlap, so their sum is more than the run's ela
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from pathlib import Path
 
@@ -23,22 +26,32 @@ from toolcall_repro.io import atomic_write_text
 COLUMNS = ["rule", "jobs", "wall_s", "cpu_s", "cpu_share", "wall_s_per_job", "max_rss_mb"]
 
 
+EXTENDED = "rule_name"  # a column of Snakemake's extended benchmark format (--benchmark-extended)
+
+
 def job_times(run_dir: str | Path) -> pd.DataFrame:
-    """One row per job: rule, key (the file's name below the rule, '' for a one-job rule), wall_s, cpu_s,
-    max_rss_mb. A benchmark file that is not a Snakemake benchmark (missing columns) is an error naming it."""
+    """One row per job: rule and key (the file's `rule_name` and `wildcards`, '' for a job without
+    wildcards), wall_s, cpu_s, max_rss_mb. A file that is not a Snakemake benchmark (missing columns), or
+    one written without the extended columns, is an error naming it."""
     root = Path(run_dir) / "benchmarks"
     rows = []
     for path in sorted(root.rglob("*.tsv")):
-        rel = path.relative_to(root)
-        rule, key = (rel.parts[0], str(rel.with_suffix("").relative_to(rel.parts[0]))) if len(rel.parts) > 1 else (rel.stem, "")
-        frame = pd.read_csv(path, sep="\t")
+        # the extended columns hold the job's params as text: no quoting, tabs separate
+        frame = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, dtype={"wildcards": str})
         missing = {"s", "cpu_time", "max_rss"} - set(frame.columns)
         if missing or frame.empty:
             raise ValueError(f"{path}: not a Snakemake benchmark file (missing {sorted(missing) or 'rows'})")
+        if EXTENDED not in frame.columns:
+            raise ValueError(
+                f"{path}: a benchmark without the column {EXTENDED!r} (written without Snakemake's "
+                "benchmark-extended, which the workflow profile workflow/profiles/default sets: was the run "
+                "started with --workflow-profile none?)"
+            )
         last = frame.iloc[-1]  # `benchmark` repeats: the last row is the job's latest measurement
+        wildcards = str(last.get("wildcards", ""))
         rows.append({
-            "rule": rule, "key": key, "wall_s": float(last["s"]), "cpu_s": float(last["cpu_time"]),
-            "max_rss_mb": float(last["max_rss"]),
+            "rule": str(last[EXTENDED]), "key": "" if wildcards in ("{}", "-", "nan") else wildcards,
+            "wall_s": float(last["s"]), "cpu_s": float(last["cpu_time"]), "max_rss_mb": float(last["max_rss"]),
         })  # fmt: skip
     return pd.DataFrame(rows, columns=["rule", "key", "wall_s", "cpu_s", "max_rss_mb"])
 

@@ -142,10 +142,12 @@ def early_model_output():
     )
 
 
-def train_job(seeds):
-    """params.job of a training run: its run config, its seeds, the engine and the launcher's options."""
+def train_job(seeds, twin=None):
+    """params.job of a training run: its run config, its seeds, the engine and the launcher's options
+    (twin: the name of a `use rule train_grpo as ...` rule)."""
     return job(
         "train_grpo",
+        twin=twin,
         config=lambda w: compose_run(config, w.dataset, w.variant),
         seeds=seeds,
         gpus=VERL["nodes"] * VERL["gpus_per_node"],

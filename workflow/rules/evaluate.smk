@@ -187,6 +187,7 @@ use rule summarise_bfcl as summarise_bfcl_variance with:
         files=files_param,
         job=job(
             "summarise_bfcl",
+            twin="summarise_bfcl_variance",
             config={"seeds": EXP.variance_seeds()},
             seeds={"eval": EXP.variance_seeds()},
         ),

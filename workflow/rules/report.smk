@@ -131,7 +131,7 @@ rule write_provenance:
     params:
         # the whole config: the record's own (no manifest: the record sums the manifests)
         files=files_param,
-        job=job("write_provenance", config=config, rule="write_provenance", run_dir=RUN),
+        job=job("write_provenance", config=config, run_dir=RUN),
     shell:
         JOB
 
@@ -159,7 +159,6 @@ rule archive_results:
         files=files_param,
         job=job(
             "archive_results",
-            rule="archive_results",
             run_dir=RUN,
             weights=ARCHIVE_CFG["weights"],
         ),

@@ -38,14 +38,14 @@ use rule train_grpo as train_grpo_seed with:
         curve=R("train", "{dataset}", "{variant}", "seed{seed}", "curve.jsonl"),
         summary=R("train", "{dataset}", "{variant}", "seed{seed}", "summary.json"),
         final=directory(R("train", "{dataset}", "{variant}", "seed{seed}", "final")),
-        manifest=manifest("train_grpo", "{dataset}-{variant}-seed{seed}"),
+        manifest=manifest("train_grpo_seed", "{dataset}-{variant}-seed{seed}"),
     log:
-        R("logs", "train_grpo", "{dataset}-{variant}-seed{seed}.log"),
+        R("logs", "train_grpo_seed", "{dataset}-{variant}-seed{seed}.log"),
     benchmark:
-        R("benchmarks", "train_grpo", "{dataset}-{variant}-seed{seed}.tsv")
+        R("benchmarks", "train_grpo_seed", "{dataset}-{variant}-seed{seed}.tsv")
     params:
         files=files_param,
-        job=train_job(lambda w: {"train": int(w.seed)}),
+        job=train_job(lambda w: {"train": int(w.seed)}, twin="train_grpo_seed"),
 
 
 localrules:
