@@ -9,8 +9,8 @@
    `bfcl evaluate` in a separate process and project root; every per-entry verdict must match. Edge
    shapes (bare call, code fence, positional arguments, bare names, nested calls, tuples, `9+1`, `<think>` in
    the result, `<tool_call>` without newlines, ...) are scored too;
-   the deliberate differences (agreement.KNOWN_DIVERGENCES) are listed, any other one fails.
-3. Optional: folders written by `python -m toolcall_repro.eval.bfcl generate` (real model outputs) are
+   the deliberate differences (decode.KNOWN_DIVERGENCES) are listed, any other one fails.
+3. Optional: folders written by the generate_bfcl stage (real model outputs: a run's raw/seed<k>) are
    scored both ways too.
 
 Exit status 1 when any check fails. Threads: one (set torch threads to 1; this script uses no torch).

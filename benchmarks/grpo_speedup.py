@@ -36,7 +36,8 @@ def run_config(config: dict, setting: str, variant: str) -> dict:
 
 
 def train_all(args, config: dict) -> Path:
-    from toolcall_repro.engines.local.grpo import run
+    from toolcall_repro.engines.local.config import parse_config
+    from toolcall_repro.engines.local.grpo import train_grpo
     from toolcall_repro.engines.local.model import set_threads
 
     set_threads(args.threads)
@@ -47,20 +48,17 @@ def train_all(args, config: dict) -> Path:
             cfg = run_config(config, setting, variant)
             if args.max_steps:
                 cfg["max_steps"] = args.max_steps
-            ns = argparse.Namespace(
+            print(f"== training {setting} / {variant}", file=sys.stderr, flush=True)
+            train_grpo(
                 train=str(results / "data" / "train" / f"{setting}.parquet"),
                 heldout=str(results / "data" / "train" / f"heldout_{setting}.parquet"),
                 base=str(results / "models" / "base"),
-                config=json.dumps(cfg),
+                config=parse_config(cfg),
                 out=str(out / setting / variant),
                 seed=args.seed,
-                threads=args.threads,
-                setting=None,
-                variant=None,
                 resume=True,
+                log=lambda m: print(m, file=sys.stderr, flush=True),
             )
-            print(f"== training {setting} / {variant}", file=sys.stderr, flush=True)
-            run(ns, log=lambda m: print(m, file=sys.stderr, flush=True))
     return out
 
 

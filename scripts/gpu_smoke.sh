@@ -55,7 +55,9 @@ VERL_CONFIG=$(tr -d "\n" <<EOF
  "max_token_len_per_gpu": 8192, "max_checkpoints_to_keep": 1, "vllm": {"max_num_seqs": 64}}
 EOF
 )
-PROTOCOL='{"id": "stronger", "system_prompt": "stronger", "template": "native", "thinking": "drop", "temperature": 0.7, "top_p": 0.8, "max_tokens": 512}'
+PROTOCOL='{"id": "stronger", "system_prompt": "stronger", "template": "native", "thinking": "drop", "temperature": 0.7, "top_p": 0.8, "max_tokens": 512, "seed": 0, "backend": "vllm"}'
+# Every step is a pipeline stage run by hand through the function its rule runs (`toolcall-repro stage`).
+STAGE=(-m toolcall_repro.cli stage)
 DATA=$OUT/data
 TRAIN=$OUT/train
 
@@ -79,15 +81,16 @@ if [ -d "$MODEL" ]; then
   BASE=$MODEL
 else
   BASE=$OUT/models/base
-  [ -d "$BASE" ] || run "$MAIN_PYTHON" -m toolcall_repro.data.download model --hub-id "$MODEL" --out "$BASE"
+  [ -d "$BASE" ] || run "$MAIN_PYTHON" "${STAGE[@]}" download_model --config "{\"hub_id\": \"$MODEL\"}" \
+    --out "model=$BASE"
 fi
-run "$MAIN_PYTHON" -m toolcall_repro.data.synthetic --source xlam --config '{"rows": 24, "malformed": 0}' \
-  --seed 0 --out "$DATA/xlam.jsonl"
-run "$MAIN_PYTHON" -m toolcall_repro.data.normalise --source xlam --raw "$DATA/xlam.jsonl" \
-  --out "$DATA/xlam.parquet" --rejects "$DATA/xlam.rejects.jsonl" --report "$DATA/xlam.report.json"
-run "$MAIN_PYTHON" -m toolcall_repro.data.filter_cli pool --inputs "$DATA/xlam.parquet" \
-  --config '{"heldout_fraction": 0.2, "reserve_fraction": 0.0}' --seed 0 \
-  --out-train "$DATA/train.parquet" --out-heldout "$DATA/heldout.parquet" --report "$DATA/pool.json"
+run "$MAIN_PYTHON" "${STAGE[@]}" synthesize_source --option source=xlam --config '{"rows": 24, "malformed": 0}' \
+  --seed data=0 --out "raw=$DATA/xlam.jsonl"
+run "$MAIN_PYTHON" "${STAGE[@]}" normalise_source --config '{"source": "xlam"}' --in "raw=$DATA/xlam.jsonl" \
+  --out "samples=$DATA/xlam.parquet" --out "rejects=$DATA/xlam.rejects.jsonl" --out "report=$DATA/xlam.report.json"
+run "$MAIN_PYTHON" "${STAGE[@]}" pool_tooln1 --in "samples=$DATA/xlam.parquet" \
+  --config '{"heldout_fraction": 0.2, "reserve_fraction": 0.0}' --seed filter=0 \
+  --out "train=$DATA/train.parquet" --out "heldout=$DATA/heldout.parquet" --out "report=$DATA/pool.json"
 
 echo "== 1. GRPO with the project's verl trainer ($GPUS GPU)"
 run bash workflow/scripts/verl/launch_verl.sh --train "$DATA/train.parquet" --heldout "$DATA/heldout.parquet" \
@@ -152,11 +155,15 @@ print('kill-and-resume OK: steps', steps, 'curve', curve)
 "
 # ------------------------------------------------------------------------------------------------------
 
-echo "== 2. BFCL, 5 entries, through vllm serve ($VLLM_BIN)"
-run "$MAIN_PYTHON" -m toolcall_repro.eval.bfcl run --model-dir "$TRAIN/final" --model-tag smoke \
-  --protocol "$PROTOCOL" --seed 0 --categories simple_python --limit 5 --backend vllm \
-  --vllm-bin "$VLLM_BIN" --gpus 1 --gpu-memory-utilization 0.8 \
-  --work-dir "$OUT/bfcl/seed0.work" --out "$OUT/bfcl/seed0.json"
+echo "== 2. BFCL, 5 entries, through vllm serve ($VLLM_BIN): locate_vllm, generate_bfcl, score_bfcl"
+BFCL_CONFIG="{\"bfcl\": {\"categories\": [\"simple_python\"], \"limit\": 5}, \"protocol\": $PROTOCOL, \"model\": {\"tag\": \"smoke\"}}"
+run mkdir -p "$OUT/bfcl/raw"
+run "$VERL_PYTHON" "${STAGE[@]}" locate_vllm --out "vllm=$OUT/bfcl/vllm.json"
+run "$MAIN_PYTHON" "${STAGE[@]}" generate_bfcl --in "model=$TRAIN/final" --in "vllm=$OUT/bfcl/vllm.json" \
+  --config "$BFCL_CONFIG" --seed eval=0 --option threads=1 --option gpu_memory_utilization=0.8 --gpus 1 \
+  --out "results=$OUT/bfcl/raw/seed0"
+run "$MAIN_PYTHON" "${STAGE[@]}" score_bfcl --in "results=$OUT/bfcl/raw/seed0" \
+  --config "{\"protocol\": $PROTOCOL}" --seed eval=0 --out "score=$OUT/bfcl/seed0.json"
 check "$MAIN_PYTHON" "BFCL: 5 entries scored, zero inference errors" "
 import json
 doc = json.load(open('$OUT/bfcl/seed0.json'))
@@ -166,8 +173,9 @@ print('simple_python:', cat)
 "
 
 echo "== 3. lm-eval, 50 HellaSwag documents (vLLM backend)"
-run "$VERL_PYTHON" -m toolcall_repro.eval.general --model-dir "$TRAIN/final" --model-tag smoke \
-  --tasks hellaswag --num-fewshot 0 --limit 50 --seed 0 --backend vllm --out "$OUT/general"
+run "$VERL_PYTHON" "${STAGE[@]}" check_general_capability --in "model=$TRAIN/final" \
+  --config '{"general": {"tasks": "hellaswag", "num_fewshot": 0, "limit": 50}}' --seed eval=0 \
+  --option backend=vllm --out "summary=$OUT/general/summary.json"
 check "$VERL_PYTHON" "lm-eval: 50 documents" "
 import json
 rows = json.load(open('$OUT/general/summary.json'))['results']

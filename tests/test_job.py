@@ -131,3 +131,52 @@ def test_a_twin_rule_names_itself_and_runs_its_stage(tmp_path):
     assert job.main([json.dumps(spec(tmp_path, rule="synthesize_twin"))]) == 0
     m = json.loads((tmp_path / "manifests" / "synthesize_source" / "xlam.json").read_text())
     assert m["rule"] == "synthesize_twin" and (tmp_path / "raw" / "xlam.jsonl").exists()
+
+
+def test_a_stage_runs_by_hand_through_the_function_its_rule_runs(tmp_path, capsys):
+    """`toolcall-repro stage NAME`: the same function, named inputs/outputs, config, seeds, options."""
+    from toolcall_repro.cli import main
+
+    raw, manifest = tmp_path / "raw.jsonl", tmp_path / "m.json"
+    argv = ["stage", "synthesize_source", "--out", f"raw={raw}", "--out", f"manifest={manifest}",
+            "--config", '{"rows": 12, "malformed": 2}', "--seed", "data=5", "--option", "source=xlam"]  # fmt: skip
+    assert main(argv) == 0
+    assert len(raw.read_text().splitlines()) == 14
+    m = json.loads(manifest.read_text())
+    assert m["rule"] == "synthesize_source" and m["seeds"] == {"data": 5} and m["options"] == {"source": "xlam"}
+    # the same bytes as the rule's own job
+    assert job.main([json.dumps(spec(tmp_path))]) == 0
+    assert raw.read_bytes() == (tmp_path / "raw" / "xlam.jsonl").read_bytes()
+
+
+def test_hand_jobs_list_repeated_names_and_parse_option_values():
+    j = job.hand_job("report_filter", inputs=["steps=a.json", "steps=b.json", "rejects=r.jsonl"],
+                     outputs=["json=o.json"], options=["threads=2", "backend=vllm", "verl={\"nodes\": 1}"])  # fmt: skip
+    assert j.paths("steps") == ["a.json", "b.json"] and j.path("rejects") == "r.jsonl"
+    assert j.files == {"input": ["a.json", "b.json", "r.jsonl"], "output": ["o.json"]} and j.manifest is None
+    assert j.options == {"threads": 2, "backend": "vllm", "verl": {"nodes": 1}}
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["stage", "synthesise"], ["stage 'synthesise' is not one of", "synthesize_source"]),
+        (["stage", "synthesize_source", "--in", "raw"], ["--in 'raw': expected NAME=VALUE"]),
+        (["stage", "synthesize_source", "--seed", "data=x"], ["--seed data='x': a seed is an integer"]),
+        (["stage", "synthesize_source", "--config", "nowhere.yaml"], ["neither inline JSON nor an existing file"]),
+    ],
+)
+def test_a_bad_hand_job_is_refused_naming_what_is_wrong(argv, words, capsys):
+    from toolcall_repro.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert all(w in err for w in words), err
+
+
+def test_describe_prints_what_the_stage_reads(capsys):
+    from toolcall_repro.cli import main
+
+    assert main(["stage", "score_bfcl", "--describe"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("score_bfcl (toolcall_repro.eval.bfcl.jobs):") and "input.results" in out

@@ -27,6 +27,12 @@ def main(argv: list[str] | None = None) -> int:
         add_help=False,
     )
     sub.add_parser(
+        "stage",
+        help="run one stage by hand, as its rule runs it (the same function): NAME --in/--out NAME=PATH "
+        "--config ... --seed NAME=INT --option NAME=VALUE; NAME --describe says what it reads",
+        add_help=False,
+    )
+    sub.add_parser(
         "timing",
         help="where a run's time goes: per rule, wall and CPU seconds of its jobs (from the benchmark files)",
         add_help=False,
@@ -48,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         from toolcall_repro import digests
 
         return digests.main(rest)
+    if args.cmd == "stage":
+        from toolcall_repro import job
+
+        return job.stage_main(rest)
     if args.cmd == "timing":
         from toolcall_repro import timing
 

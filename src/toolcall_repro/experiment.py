@@ -15,7 +15,7 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from toolcall_repro.runconfig import SETTINGS, dataset_setting
+from toolcall_repro.runconfig import SETTINGS, compose_sources, dataset_setting
 
 SOURCES = ("xlam", "toolace", "looptool")
 FORMAT_DATASETS = ("format_single", "format_multi")
@@ -164,6 +164,21 @@ class Experiment:
         }
         self.acebench = evaluate.get("acebench") or {}
         self.general = evaluate.get("general")
+        self._runs: dict[tuple[str, str], tuple[dict, dict]] = {}
+
+    def run_config(self, dataset: str, variant: str) -> dict:
+        """The hyper-parameters of one training run (runconfig.compose_sources), composed once per
+        (dataset, variant) for config validation and the rule's params alike; read-only."""
+        return self._composed(dataset, variant)[0]
+
+    def run_sources(self, dataset: str, variant: str) -> dict:
+        """Where each key of run_config came from (the config key), for error messages."""
+        return self._composed(dataset, variant)[1]
+
+    def _composed(self, dataset: str, variant: str) -> tuple[dict, dict]:
+        if (dataset, variant) not in self._runs:
+            self._runs[dataset, variant] = compose_sources(self.config, dataset, variant)
+        return self._runs[dataset, variant]
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.run_dir, *parts)

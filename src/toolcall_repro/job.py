@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # stage -> the module of its function. A stage is named as its rule (workflow/rules/*.smk) and runs the
-# function of that name: rule `generate_bfcl` runs `toolcall_repro.eval.bfcl.__main__.generate_bfcl`. A rule
-# made by `use rule X as Y` (train_grpo_seed) runs X's stage. Each module's `main(argv)` stays for humans.
+# function of that name: rule `generate_bfcl` runs `toolcall_repro.eval.bfcl.jobs.generate_bfcl`. A rule
+# made by `use rule X as Y` (train_grpo_seed) runs X's stage. By hand: `toolcall-repro stage NAME` (stage_main).
 STAGES: dict[str, str] = {
     # data.smk
     "synthesize_source": "toolcall_repro.data.synthetic",
@@ -53,21 +53,21 @@ STAGES: dict[str, str] = {
     "report_filter": "toolcall_repro.data.report",
     # train.smk
     "train_grpo": "toolcall_repro.engines.train",
-    "report_efficiency": "toolcall_repro.analysis.__main__",
+    "report_efficiency": "toolcall_repro.analysis.jobs",
     # evaluate.smk
     "locate_vllm": "toolcall_repro.eval.bfcl.locate",
-    "generate_bfcl": "toolcall_repro.eval.bfcl.__main__",
-    "score_bfcl": "toolcall_repro.eval.bfcl.__main__",
-    "summarise_bfcl": "toolcall_repro.eval.bfcl.__main__",
+    "generate_bfcl": "toolcall_repro.eval.bfcl.jobs",
+    "score_bfcl": "toolcall_repro.eval.bfcl.jobs",
+    "summarise_bfcl": "toolcall_repro.eval.bfcl.jobs",
     "score_heldout": "toolcall_repro.eval.heldout",
-    "download_acebench": "toolcall_repro.eval.acebench.__main__",
-    "synthesize_acebench": "toolcall_repro.eval.acebench.__main__",
-    "score_acebench": "toolcall_repro.eval.acebench.__main__",
-    "summarise_acebench": "toolcall_repro.eval.acebench.__main__",
-    "check_general_capability": "toolcall_repro.eval.general.__main__",
+    "download_acebench": "toolcall_repro.eval.acebench.jobs",
+    "synthesize_acebench": "toolcall_repro.eval.acebench.jobs",
+    "score_acebench": "toolcall_repro.eval.acebench.jobs",
+    "summarise_acebench": "toolcall_repro.eval.acebench.jobs",
+    "check_general_capability": "toolcall_repro.eval.general.jobs",
     # report.smk
-    "make_tables": "toolcall_repro.analysis.__main__",
-    "make_figures": "toolcall_repro.analysis.__main__",
+    "make_tables": "toolcall_repro.analysis.jobs",
+    "make_figures": "toolcall_repro.analysis.jobs",
     "write_provenance": "toolcall_repro.provenance",
     "archive_results": "toolcall_repro.archive",
 }
@@ -268,6 +268,109 @@ def run(job: Job) -> int:
         ),
     )
     return 0
+
+
+# --- by hand: one stage outside the workflow (`toolcall-repro stage NAME ...`) ------------------------------
+
+
+def _pairs(values: list[str] | None, flag: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise JobError(f"{flag} {item!r}: expected NAME=VALUE")
+        out.setdefault(key, []).append(value)
+    return out
+
+
+def _option_value(text: str) -> object:
+    """An option's value: JSON when it parses (numbers, true/false, null, objects), else the text."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def hand_job(stage: str, *, inputs=None, outputs=None, config=None, seeds=None, options=None, gpus=0) -> Job:
+    """The job a rule of this stage would run, from NAME=VALUE lists (the stage CLI): a name given twice is
+    a list of paths; config is inline JSON or a JSON/YAML file; an option is JSON or text. With no
+    output named `manifest`, no manifest is written."""
+    from toolcall_repro.configarg import load_config_arg
+
+    if stage not in STAGES:
+        raise JobError(f"stage {stage!r} is not one of {sorted(STAGES)}")
+
+    def named(pairs):
+        return {k: v[0] if len(v) == 1 else v for k, v in pairs.items()}
+
+    def flat(named_paths):
+        return [p for v in named_paths.values() for p in ([v] if isinstance(v, str) else v)]
+
+    ins, outs = named(_pairs(inputs, "--in")), named(_pairs(outputs, "--out"))
+    seed_values = {}
+    for k, v in _pairs(seeds, "--seed").items():
+        try:
+            seed_values[k] = int(v[-1])
+        except ValueError:
+            raise JobError(f"--seed {k}={v[-1]!r}: a seed is an integer") from None
+    return Job(
+        rule=stage,
+        stage=stage,
+        input=ins,
+        output=outs,
+        files={"input": flat(ins), "output": flat(outs)},
+        config=load_config_arg(config) if config else {},
+        seeds=seed_values,
+        options={k: _option_value(v[-1]) for k, v in _pairs(options, "--option").items()},
+        gpus=int(gpus),
+    )
+
+
+def stage_parser():
+    import argparse
+
+    p = argparse.ArgumentParser(
+        prog="toolcall-repro stage",
+        description="Run one stage by hand, as its rule runs it: the same function, the same named inputs, "
+        "outputs, config, seeds and options (NAME=VALUE; a name given twice is a list). `--describe` prints "
+        "what the stage reads. Stages: " + ", ".join(sorted(STAGES)),
+    )
+    p.add_argument("stage", metavar="NAME")
+    p.add_argument("--in", dest="inputs", action="append", metavar="NAME=PATH", help="a named input")
+    p.add_argument("--out", dest="outputs", action="append", metavar="NAME=PATH", help="a named output "
+                   "(`manifest=PATH` also writes the job's manifest)")  # fmt: skip
+    p.add_argument("--config", help="the config subtree the stage reads: inline JSON or a JSON/YAML file")
+    p.add_argument("--seed", dest="seeds", action="append", metavar="NAME=INT")
+    p.add_argument("--option", dest="options", action="append", metavar="NAME=VALUE")
+    p.add_argument("--gpus", type=int, default=0, help="GPUs the job holds (the manifest's device seconds)")
+    p.add_argument("--describe", action="store_true", help="print what the stage reads, run nothing")
+    return p
+
+
+def job_from_argv(argv: list[str]) -> Job:
+    """The job `toolcall-repro stage ARGV` runs (a JobError, FileNotFoundError or ValueError if bad)."""
+    args = stage_parser().parse_args(argv)
+    return hand_job(args.stage, inputs=args.inputs, outputs=args.outputs, config=args.config,
+                    seeds=args.seeds, options=args.options, gpus=args.gpus)  # fmt: skip
+
+
+def stage_main(argv: list[str] | None = None) -> int:
+    """`toolcall-repro stage NAME ...`: run one stage by hand, through the function its rule runs."""
+    import inspect
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = stage_parser().parse_args(argv)
+    try:
+        if args.describe:
+            if args.stage not in STAGES:
+                raise JobError(f"stage {args.stage!r} is not one of {sorted(STAGES)}")
+            print(f"{args.stage} ({STAGES[args.stage]}):\n{inspect.getdoc(stage_function(args.stage))}")
+            return 0
+        job = job_from_argv(argv)
+    except (JobError, FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return run(job)
 
 
 def main(argv: list[str] | None = None) -> int:

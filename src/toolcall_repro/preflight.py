@@ -18,7 +18,6 @@ from toolcall_repro.experiment import Experiment
 from toolcall_repro.runconfig import (
     SETTINGS,
     ConfigError,
-    compose_sources,
     must,
     run_problems,
     stage_problems,
@@ -205,24 +204,26 @@ def problems(config: Mapping) -> list[str]:
     return pin_problems(config) + simulator_problems(config) + thinking_problems(config)
 
 
-def validate_config(config: Mapping) -> list[str]:
+def validate_config(config: Mapping, experiment: Experiment | None = None) -> list[str]:
     """Every cross-key problem (empty: none), each naming its key: the stages' rules (`stage_problems`),
     then every training run the DAG builds, with the training engine's limits, then what a run must settle
     before its first job (`problems` below: pinned revisions and an offline simulator at paper scale).
 
     Needs a config that passed the JSON Schema (types and single-key limits are its job: `schema_problem`).
+    `experiment`: the workflow's own (its run configs, composed here once, are the ones the rules pass).
     """
+    exp = experiment or Experiment(config)
     engine = config["engines"]["training"]
     variants = config["train"]["variants"]
-    out: list[str] = stage_problems(config) + Experiment(config).protocol_problems()
-    for dataset, variant, asked in Experiment(config).requested_runs():
+    out: list[str] = stage_problems(config) + exp.protocol_problems()
+    for dataset, variant, asked in exp.requested_runs():
         if dataset not in SETTINGS and not dataset.startswith("format_") and dataset != "tooln1":
             out.append(must(f"{asked}.setting", f"one of {SETTINGS}", dataset))
             continue
         if variant not in variants:
             out.append(must(asked, f"a variant of train.variants {sorted(variants)}", variant))
             continue
-        run, where = compose_sources(config, dataset, variant)
+        run, where = exp.run_config(dataset, variant), exp.run_sources(dataset, variant)
         out += run_problems(run, engine, where)
         if engine == "verl" and not out:
             out += _verl_problems(run, _job_verl(config), f"{dataset}/{variant}")
@@ -247,9 +248,9 @@ def _verl_problems(run: Mapping, verl: Mapping | None, label: str) -> list[str]:
     return []
 
 
-def check_config(config: Mapping, limit: int = 5) -> None:
+def check_config(config: Mapping, limit: int = 5, experiment: Experiment | None = None) -> None:
     """`validate_config` as one short `ConfigError` (at most `limit` lines of problems)."""
-    problems = validate_config(config)
+    problems = validate_config(config, experiment)
     if problems:
         lines = problems[:limit] + (
             [f"... and {len(problems) - limit} more"] if len(problems) > limit else []

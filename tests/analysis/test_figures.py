@@ -64,26 +64,16 @@ def test_figure_without_data_is_a_placeholder_not_a_crash(tmp_path):
     assert all(isinstance(f.figure, Figure) for f in figs)
 
 
-def test_cli_writes_tables_figures_and_indexes(run_dir, tmp_path, config):
-    for what in ("tables", "figures"):
+def test_a_hand_run_writes_tables_figures_and_indexes(run_dir, tmp_path, config):
+    """make_tables and make_figures by hand (`toolcall-repro stage`, a process of its own), the pipeline
+    config over the whole run tree."""
+    for stage, what in (("make_tables", "tables"), ("make_figures", "figures")):
         out = tmp_path / what
         proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "toolcall_repro.analysis",
-                what,
-                "--run-dir",
-                str(run_dir),
-                "--out-dir",
-                str(out),
-                "--config",
-                config,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+            [sys.executable, "-m", "toolcall_repro.cli", "stage", stage, "--option", f"run_dir={run_dir}",
+             "--out", f"index={out / 'index.md'}", "--config", config],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert (out / "index.md").is_file()
     for name in report.TABLE_NAMES:
@@ -98,46 +88,36 @@ def test_cli_writes_tables_figures_and_indexes(run_dir, tmp_path, config):
     )
 
 
-def test_cli_rejects_a_missing_run_dir(tmp_path):
+def test_a_hand_run_rejects_a_missing_run_dir(tmp_path):
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "toolcall_repro.analysis",
-            "tables",
-            "--run-dir",
-            str(tmp_path / "nope"),
-            "--out-dir",
-            str(tmp_path / "t"),
-        ],
-        capture_output=True,
-        text=True,
-    )
+        [sys.executable, "-m", "toolcall_repro.cli", "stage", "make_tables", "--option", f"run_dir={tmp_path / 'nope'}",
+         "--out", f"index={tmp_path / 't' / 'index.md'}", "--config", "{}"],
+        capture_output=True, text=True,
+    )  # fmt: skip
     assert proc.returncode != 0 and "no run directory" in proc.stderr
 
 
 def test_figures_from_declared_inputs_use_the_written_speedup_table(run_dir, tmp_path, config):
-    """As the rules run it: tables and figures read only `--inputs`; the figures take the speedup table
-    make_tables wrote (`--speedup`), and draw the same accuracy-vs-time figure as when they build it."""
-    from toolcall_repro.analysis.__main__ import main
+    """As the rules run it: tables and figures read only their declared inputs; the figures take the
+    speedup table make_tables wrote (input.tables_csv), and draw the same accuracy-vs-time figure as when
+    they build it."""
+    from toolcall_repro.cli import main
 
-    declared = [str(p) for p in run_dir.rglob("*") if p.is_file()]
-    assert main(["tables", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "t"), "--inputs", *declared,
-                 "--config", config]) == 0  # fmt: skip
-    speedup_csv = tmp_path / "t" / "csv" / "speedup.csv"
-    assert main(["figures", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "f"), "--inputs", *declared,
-                 "--speedup", str(speedup_csv), "--config", config]) == 0  # fmt: skip
-    assert (
-        main(["figures", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "g"), "--config", config])
-        == 0
-    )
+    declared = [a for p in run_dir.rglob("*") if p.is_file() for a in ("--in", f"results={p}")]
+    hand = ["--option", f"run_dir={run_dir}", "--config", config]
+    assert main(["stage", "make_tables", "--out", f"index={tmp_path / 't' / 'index.md'}", *declared, *hand]) == 0
+    tables_csv = tmp_path / "t" / "csv"
+    assert main(["stage", "make_figures", "--out", f"index={tmp_path / 'f' / 'index.md'}", *declared,
+                 "--in", f"tables_csv={tables_csv}", *hand]) == 0  # fmt: skip
+    assert main(["stage", "make_figures", "--out", f"index={tmp_path / 'g' / 'index.md'}", *hand]) == 0
     png = "png/accuracy_vs_time.png"
     assert (tmp_path / "f" / png).read_bytes() == (tmp_path / "g" / png).read_bytes()
     # a declared set without the training runs: no figure cites a training run
     assert "manifests/train_grpo/" in (tmp_path / "f" / "index.md").read_text()
-    only_evals = [p for p in declared if "/train/" not in p]
-    assert main(["figures", "--run-dir", str(run_dir), "--out-dir", str(tmp_path / "h"), "--inputs", *only_evals,
-                 "--speedup", str(speedup_csv), "--config", config]) == 0  # fmt: skip
+    only_evals = [a for p in run_dir.rglob("*") if p.is_file() and "/train/" not in str(p)
+                  for a in ("--in", f"results={p}")]  # fmt: skip
+    assert main(["stage", "make_figures", "--out", f"index={tmp_path / 'h' / 'index.md'}", *only_evals,
+                 "--in", f"tables_csv={tables_csv}", *hand]) == 0  # fmt: skip
     assert "train/" not in (tmp_path / "h" / "index.md").read_text()
 
 

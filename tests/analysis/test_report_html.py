@@ -29,13 +29,13 @@ rule tables:
         claims=report(RUN + "/tables/claims.html", caption="report/claims.rst", category="Claims"),
         html=report(directory(RUN + "/tables/html"), patterns=["{name}.html"], caption="report/tables.rst",
                     category="Tables"),
-    shell: "python -m toolcall_repro.analysis tables --run-dir {RUN} --out-dir {RUN}/tables --config units.json"
+    shell: "python -m toolcall_repro.cli stage make_tables --option run_dir={RUN} --out index={RUN}/tables/index.md --config units.json"
 rule figures:
     output:
         index=RUN + "/figures/index.md",
         png=report(directory(RUN + "/figures/png"), patterns=["{name}.png"], caption="report/figures.rst",
                    category="Figures"),
-    shell: "python -m toolcall_repro.analysis figures --run-dir {RUN} --out-dir {RUN}/figures --config units.json"
+    shell: "python -m toolcall_repro.cli stage make_figures --option run_dir={RUN} --out index={RUN}/figures/index.md --config units.json"
 """
 
 

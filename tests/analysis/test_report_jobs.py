@@ -1,9 +1,10 @@
-"""make_tables and make_figures through the job entry (toolcall_repro.job) write what the CLI writes from
-the same declared inputs, and the manifest records the rule's config and seeds."""
+"""make_tables and make_figures through the job entry (toolcall_repro.job) write the same files as the same
+stages run by hand over the whole run tree with a pipeline config, and the manifest records the rule's
+config and seeds."""
 
 import json
 
-from toolcall_repro.analysis.__main__ import main
+from toolcall_repro.cli import main
 from toolcall_repro.job import Job, run
 
 CONFIG = {
@@ -23,20 +24,19 @@ def analysis_job(stage, run_dir, out_dir, declared, config, **extra_inputs):
                seeds={"eval": [0, 1]}, options={"run_dir": str(run_dir)})  # fmt: skip
 
 
-def test_tables_and_figures_jobs_write_what_the_cli_writes(run_dir, run_units, tmp_path):
+def test_tables_and_figures_jobs_write_what_a_hand_run_writes(run_dir, run_units, tmp_path):
     declared = sorted(str(p) for p in run_dir.rglob("*") if p.is_file())
     config = {**CONFIG, **run_units}  # the rule's config: the evaluate subtree and the experiment's units
     tables = analysis_job("make_tables", run_dir, tmp_path / "jobs" / "tables", declared, config)
     assert run(tables) == 0
     tables_csv = str(tmp_path / "jobs" / "tables" / "csv")
-    speedup = f"{tables_csv}/speedup.csv"
     figures = analysis_job("make_figures", run_dir, tmp_path / "jobs" / "figures", declared, config, tables_csv=tables_csv)
     assert run(figures) == 0
     cli = tmp_path / "cli"
-    assert main(["tables", "--run-dir", str(run_dir), "--out-dir", str(cli / "tables"), "--inputs", *declared,
-                 "--config", json.dumps(config)]) == 0  # fmt: skip
-    assert main(["figures", "--run-dir", str(run_dir), "--out-dir", str(cli / "figures"), "--inputs", *declared,
-                 speedup, "--speedup", speedup, "--config", json.dumps(config)]) == 0  # fmt: skip
+    # by hand: no declared inputs (the whole tree), the figures compute their own speedups
+    hand = ["--option", f"run_dir={run_dir}", "--config", json.dumps(config)]
+    assert main(["stage", "make_tables", "--out", f"index={cli / 'tables' / 'index.md'}", *hand]) == 0
+    assert main(["stage", "make_figures", "--out", f"index={cli / 'figures' / 'index.md'}", *hand]) == 0
     for part in ("tables", "figures"):
         written = sorted(p.relative_to(tmp_path / "jobs" / part) for p in (tmp_path / "jobs" / part).rglob("*.*"))
         assert written == sorted(p.relative_to(cli / part) for p in (cli / part).rglob("*.*")) and written

@@ -1,4 +1,4 @@
-"""The data stage's command lines end to end on synthetic twins, with the real transformers backend on
+"""The data stage's jobs end to end (by hand, as `toolcall-repro stage` runs them) on synthetic twins, with the real transformers backend on
 the shared tiny random Qwen2 model (`tiny_model_dir`, no Hub): synthesize -> normalise -> filter ->
 subsets -> report."""
 
@@ -6,8 +6,15 @@ from __future__ import annotations
 
 import json
 
-from toolcall_repro.data import filter_cli, normalise, report, synthetic
 from toolcall_repro.data.schema import read_samples
+from toolcall_repro.job import hand_job, run
+
+
+def stage(name, ins=(), outs=(), config=None, seeds=(), options=()):
+    """One stage as a rule runs it (the job entry's function), NAME=VALUE lists as the stage CLI takes."""
+    spec = json.dumps(config) if config is not None else None
+    assert run(hand_job(name, inputs=list(ins), outputs=list(outs), config=spec, seeds=list(seeds),
+                        options=list(options))) == 0  # fmt: skip
 
 ROWS = {"xlam": 6, "toolace": 3, "looptool": 10}
 
@@ -16,43 +23,23 @@ def normalised(d) -> dict:
     norm = {}
     for source, rows in ROWS.items():
         raw = d / "raw" / f"{source}.jsonl"
-        synthetic.main(
-            [
-                "--source",
-                source,
-                "--config",
-                json.dumps({"rows": rows, "malformed": 2}),
-                "--seed",
-                "0",
-                "--out",
-                str(raw),
-            ]
-        )
+        stage("synthesize_source", outs=[f"raw={raw}"], config={"rows": rows, "malformed": 2},
+              seeds=["data=0"], options=[f"source={source}"])  # fmt: skip
         norm[source] = d / "normalised" / f"{source}.parquet"
-        normalise.main(
-            ["--source", source, "--raw", str(raw), "--out", str(norm[source])]
-            + ["--rejects", str(d / f"{source}.rejects.jsonl"), "--report", str(d / f"{source}.report.json")]
-        )
+        stage("normalise_source", ins=[f"raw={raw}"], config={"source": source},
+              outs=[f"samples={norm[source]}", f"rejects={d / f'{source}.rejects.jsonl'}",
+                    f"report={d / f'{source}.report.json'}"])  # fmt: skip
     return norm
 
 
 def filtered(d, norm, model_dir, seed: int) -> None:
-    common = ["--policy", model_dir, "--backend", "transformers", "--seed", str(seed), "--threads", "1"]
+    policy = {"ins": [f"policy={model_dir}"], "seeds": [f"filter={seed}"], "options": ["backend=transformers", "threads=1"]}
     single_cfg = {"rollouts": 2, "temperature": 1.0, "top_p": 1.0, "max_new_tokens": 4, "target_size": 8}
     single_cfg |= {"heldout_fraction": 0.2, "max_prompt_tokens": 4000, "batch_size": 4}
-    filter_cli.main(
-        [
-            "single-turn",
-            "--inputs",
-            str(norm["xlam"]),
-            str(norm["toolace"]),
-            "--config",
-            json.dumps(single_cfg),
-        ]
-        + common
-        + ["--out-train", str(d / "single.parquet"), "--out-heldout", str(d / "held_single.parquet")]
-        + ["--report", str(d / "single_turn.json")]
-    )
+    stage("filter_single_turn", ins=[f"samples={norm['xlam']}", f"samples={norm['toolace']}", *policy["ins"]],
+          outs=[f"train={d / 'single.parquet'}", f"heldout={d / 'held_single.parquet'}",
+                f"report={d / 'single_turn.json'}"],
+          config=single_cfg, seeds=policy["seeds"], options=policy["options"])  # fmt: skip
     multi_cfg = {"min_turns": 2, "max_turns": 6, "rollouts": 2, "min_correct": 1, "drop_parallel": True}
     multi_cfg |= {
         "temperature": 1.0,
@@ -61,17 +48,13 @@ def filtered(d, norm, model_dir, seed: int) -> None:
         "target_size": 8,
         "heldout_fraction": 0.2,
     }
-    filter_cli.main(
-        ["multi-turn", "--inputs", str(norm["looptool"]), "--config", json.dumps(multi_cfg)]
-        + common
-        + ["--out-train", str(d / "multi.parquet"), "--out-heldout", str(d / "held_multi.parquet")]
-        + ["--report", str(d / "multi_turn.json")]
-    )
-    filter_cli.main(
-        ["format-subsets", "--single", str(d / "single.parquet"), "--multi", str(d / "multi.parquet")]
-        + ["--config", '{"size": 4}', "--seed", str(seed), "--out-single", str(d / "fs.parquet")]
-        + ["--out-multi", str(d / "fm.parquet"), "--report", str(d / "format_study.json")]
-    )
+    stage("filter_multi_turn", ins=[f"samples={norm['looptool']}", *policy["ins"]],
+          outs=[f"train={d / 'multi.parquet'}", f"heldout={d / 'held_multi.parquet'}",
+                f"report={d / 'multi_turn.json'}"],
+          config=multi_cfg, seeds=policy["seeds"], options=policy["options"])  # fmt: skip
+    stage("subset_format_study", ins=[f"single={d / 'single.parquet'}", f"multi={d / 'multi.parquet'}"],
+          outs=[f"single={d / 'fs.parquet'}", f"multi={d / 'fm.parquet'}", f"report={d / 'format_study.json'}"],
+          config={"size": 4}, seeds=[f"filter={seed}"])  # fmt: skip
 
 
 def test_stage_end_to_end_with_the_real_backend_is_reproducible(tmp_path, tiny_model_dir):
@@ -79,12 +62,10 @@ def test_stage_end_to_end_with_the_real_backend_is_reproducible(tmp_path, tiny_m
     d = tmp_path / "a"
     norm = normalised(d)
     filtered(d, norm, model_dir, seed=0)
-    report.main(
-        ["--steps", str(d / "single_turn.json"), str(d / "multi_turn.json"), str(d / "format_study.json")]
-        + ["--normalise", *[str(d / f"{s}.report.json") for s in ROWS]]
-        + ["--rejects", *[str(d / f"{s}.rejects.jsonl") for s in ROWS]]
-        + ["--out-json", str(d / "filter_report.json"), "--out-md", str(d / "filter_report.md")]
-    )
+    stage("report_filter",
+          ins=[f"steps={d / n}" for n in ("single_turn.json", "multi_turn.json", "format_study.json")]
+          + [f"normalise={d / f'{s}.report.json'}" for s in ROWS] + [f"rejects={d / f'{s}.rejects.jsonl'}" for s in ROWS],
+          outs=[f"json={d / 'filter_report.json'}", f"md={d / 'filter_report.md'}"])  # fmt: skip
     merged = json.loads((d / "filter_report.json").read_text())
 
     assert merged["malformed_rows"]["total"] == 6
@@ -131,12 +112,11 @@ def test_a_killed_filter_job_resumes_after_its_last_complete_chunk(tmp_path, tin
 
     def run(d):
         d.mkdir(parents=True, exist_ok=True)
-        filter_cli.main(
-            ["single-turn", "--inputs", str(norm["xlam"]), str(norm["toolace"]), "--config", json.dumps(cfg)]
-            + ["--policy", str(tiny_model_dir), "--backend", "transformers", "--seed", "5", "--threads", "1"]
-            + ["--out-train", str(d / "train.parquet"), "--out-heldout", str(d / "heldout.parquet")]
-            + ["--report", str(d / "single_turn.json")]
-        )  # fmt: skip
+        stage("filter_single_turn",
+              ins=[f"samples={norm['xlam']}", f"samples={norm['toolace']}", f"policy={tiny_model_dir}"],
+              outs=[f"train={d / 'train.parquet'}", f"heldout={d / 'heldout.parquet'}",
+                    f"report={d / 'single_turn.json'}"],
+              config=cfg, seeds=["filter=5"], options=["backend=transformers", "threads=1"])  # fmt: skip
         report = json.loads((d / "single_turn.json").read_text().replace(str(d), "<out>"))
         report.pop("rollout_seconds")  # a clock
         return {"train": sha256_file(d / "train.parquet"), "heldout": sha256_file(d / "heldout.parquet"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from toolcall_repro.data.download import download, main, sidecar_path
+from toolcall_repro.data.download import download, sidecar_path
 from toolcall_repro.data.schema import iter_jsonl
 from toolcall_repro.data.sources import load_rows
 from toolcall_repro.provenance import sha256_file
@@ -38,22 +38,11 @@ def test_local_dataset_is_written_in_its_own_schema_with_checksums(tmp_path, mon
     assert [s.id for s in result.samples] == ["tooln1:0", "tooln1:1"] and not result.rejects
 
 
-def test_cli_refuses_local_files_without_a_local_builder(tmp_path):
+def test_local_files_without_a_local_builder_are_refused(tmp_path):
     import pytest
 
-    with pytest.raises(ValueError, match="--data-files needs"):
-        main(
-            [
-                "--source",
-                "x",
-                "--hub-id",
-                "org/name",
-                "--data-files",
-                str(tmp_path / "a.json"),
-                "--out",
-                str(tmp_path / "o"),
-            ]
-        )
+    with pytest.raises(ValueError, match=r"data.sources.x: data_files needs hub_id one of"):
+        download("x", "org/name", None, "train", tmp_path / "o", [str(tmp_path / "a.json")])
 
 
 def test_model_snapshot_pins_the_resolved_commit_and_records_file_hashes(tmp_path, monkeypatch):
@@ -82,7 +71,9 @@ def test_model_snapshot_pins_the_resolved_commit_and_records_file_hashes(tmp_pat
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot)
     out = tmp_path / "Qwen--Qwen3-8B"
-    main(["model", "--hub-id", "Qwen/Qwen3-8B", "--out", str(out)])
+    from toolcall_repro.cli import main
+
+    assert main(["stage", "download_model", "--config", '{"hub_id": "Qwen/Qwen3-8B"}', "--out", f"model={out}"]) == 0
     record = json.loads((out / "download.json").read_text())
     assert seen == {"info": ("Qwen/Qwen3-8B", None, True), "snapshot": ("Qwen/Qwen3-8B", sha)}
     assert record["resolved_revision"] == sha

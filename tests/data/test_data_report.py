@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolcall_repro.data.normalise import normalise_file
-from toolcall_repro.data.report import main, merge_reports, rejects_summary, to_markdown
+from toolcall_repro.data.report import merge_reports, rejects_summary, to_markdown
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -75,15 +75,17 @@ def test_two_reports_for_one_chain_are_an_error():
         merge_reports([STEP_REPORT, STEP_REPORT], [], [])
 
 
-def test_cli_writes_json_and_markdown(tmp_path):
+def test_the_job_writes_json_and_markdown(tmp_path):
+    from toolcall_repro.cli import main
+
     steps = tmp_path / "multi_turn.json"
     steps.write_text(json.dumps(STEP_REPORT))
     rep, rej = normalised(tmp_path, "toolace")
     out_json, out_md = tmp_path / "filter_report.json", tmp_path / "filter_report.md"
-    main(
-        ["--steps", str(steps), "--normalise", str(tmp_path / "toolace.json"), "--rejects", str(rej)]
-        + ["--out-json", str(out_json), "--out-md", str(out_md)]
-    )
+    assert main(
+        ["stage", "report_filter", "--in", f"steps={steps}", "--in", f"normalise={tmp_path / 'toolace.json'}"]
+        + ["--in", f"rejects={rej}", "--out", f"json={out_json}", "--out", f"md={out_md}"]
+    ) == 0  # fmt: skip
     merged = json.loads(out_json.read_text())
     assert merged["sources"]["toolace"]["samples"] == rep["samples"]
     assert out_md.read_text().startswith("# Filter report")

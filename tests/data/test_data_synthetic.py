@@ -12,7 +12,7 @@ import pytest
 from toolcall_repro.data.normalise import normalise_file
 from toolcall_repro.data.schema import iter_jsonl, read_samples
 from toolcall_repro.data.sources import load_rows
-from toolcall_repro.data.synthetic import generate_rows, main, write_raw
+from toolcall_repro.data.synthetic import generate_rows, write_raw
 from toolcall_repro.data.synthetic_tools import TOOLS, sample_request, summary, tool_result
 
 SMALL = {
@@ -57,11 +57,14 @@ def test_same_seed_gives_byte_identical_raw_and_normalised_files(tmp_path, sourc
     assert outs[0] == outs[1]
 
 
-def test_cli_writes_the_same_file_as_the_function(tmp_path):
+def test_the_job_writes_the_same_file_as_the_function(tmp_path):
+    from toolcall_repro.cli import main
+
     out = tmp_path / "cli.jsonl"
-    main(
-        ["--source", "looptool", "--config", '{"rows": 10, "malformed": 2}', "--seed", "1", "--out", str(out)]
-    )
+    assert main(
+        ["stage", "synthesize_source", "--option", "source=looptool", "--config", '{"rows": 10, "malformed": 2}']
+        + ["--seed", "data=1", "--out", f"raw={out}"]
+    ) == 0  # fmt: skip
     ref, _ = generated(tmp_path, "looptool", seed=1, config={"rows": 10, "malformed": 2})
     assert out.read_bytes() == ref.read_bytes()
 

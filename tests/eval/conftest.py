@@ -25,7 +25,7 @@ def run_stage():
     def go(stage: str, *, input: dict, output: dict, config, seeds: dict, **options) -> dict:
         input = {k: v if isinstance(v, str) else list(v) for k, v in input.items()}
         job = Job(
-            rule=Path(output["manifest"]).parent.name,
+            rule=stage,
             stage=stage,
             input=input,
             output=output,

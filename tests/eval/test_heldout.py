@@ -7,7 +7,7 @@ import pytest
 
 from toolcall_repro.data.schema import Sample, write_samples
 from toolcall_repro.data.split import is_reserved
-from toolcall_repro.eval.heldout import main, score_outputs, select_prompts
+from toolcall_repro.eval.heldout import score_outputs, select_prompts
 from toolcall_repro.toolcall import format_tool_calls
 
 TOOLS = [
@@ -58,15 +58,24 @@ def test_scores_are_the_training_reward_in_the_protocols_format():
     assert xml["summary"]["single_turn"] == 0.0
 
 
-def test_cli_scores_a_tiny_model_with_a_card(tmp_path, tiny_model_dir):
+def heldout(run_stage, tmp_path, model, protocol, per_setting, seeds, variance, reserve_seed=0, threads=1):
+    """score_heldout through the job entry over tmp_path/pool.parquet, into tmp_path/out."""
+    config = {"heldout": {"per_setting": per_setting}, "reserve": {"fraction": 0.5, "seed": reserve_seed},
+              "protocol": protocol, "seeds": {"eval": seeds, "variance": variance}, "model": {"tag": "base"}}  # fmt: skip
+    output = {name: str(tmp_path / "out" / f"{name}.json") for name in ("seeds", "summary", "variance")}
+    return run_stage(
+        "score_heldout", input={"model": str(model), "samples": [str(tmp_path / "pool.parquet")], "exclude": []},
+        output={**output, "manifest": str(tmp_path / "manifest.json")}, config=config, seeds={"eval": config["seeds"]},
+        threads=threads,
+    )  # fmt: skip
+
+
+def test_the_job_scores_a_tiny_model_with_a_card(tmp_path, tiny_model_dir, run_stage):
     pool = [sample(i, s) for i in range(40) for s in ("single_turn", "multi_turn")]
     write_samples(pool, tmp_path / "pool.parquet")
-    protocol = json.dumps({"id": "stronger", "system_prompt": "stronger", "template": "context", "thinking": "drop",
-                           "temperature": 0.7, "top_p": 1.0, "max_tokens": 8, "backend": "transformers"})  # fmt: skip
-    argv = ["--samples", str(tmp_path / "pool.parquet"), "--reserve-fraction", "0.5", "--reserve-seed", "0",
-            "--per-setting", "3", "--model", str(tiny_model_dir), "--protocol", protocol, "--seeds", "1,2",
-            "--variance-seeds", "1,2,3", "--out-dir", str(tmp_path / "out")]  # fmt: skip
-    assert main(argv) == 0
+    protocol = {"id": "stronger", "system_prompt": "stronger", "template": "context", "thinking": "drop",
+                "temperature": 0.7, "top_p": 1.0, "max_tokens": 8, "backend": "transformers"}  # fmt: skip
+    heldout(run_stage, tmp_path, tiny_model_dir, protocol, per_setting=3, seeds=[1, 2], variance=[1, 2, 3])
     docs = json.loads((tmp_path / "out" / "seeds.json").read_text())
     assert [d["card"]["seed"] for d in docs] == [1, 2, 3]
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
@@ -80,19 +89,14 @@ def test_cli_scores_a_tiny_model_with_a_card(tmp_path, tiny_model_dir):
     assert set(doc["summary"]) == {"single_turn", "multi_turn", "avg", "mean_input_tokens"}
 
 
-def test_job_writes_what_the_cli_writes_and_records_its_spec(tmp_path, tiny_model_dir, run_stage):
+def test_the_job_reads_its_spec_typed_and_records_it(tmp_path, tiny_model_dir, run_stage):
     """score_heldout through the job entry: config (reserve, per_setting, protocol, seeds) read typed from
-    the spec, the three declared outputs the CLI's own files, the manifest the spec's config and seeds."""
+    the spec, the manifest the spec's config and seeds."""
     pool = [sample(i, s) for i in range(40) for s in ("single_turn", "multi_turn")]
     write_samples(pool, tmp_path / "pool.parquet")
     write_samples(pool[:10], tmp_path / "train.parquet")
     protocol = {"id": "default", "system_prompt": "bfcl_default", "template": "native", "thinking": "drop",
                 "temperature": 0.7, "top_p": 1.0, "max_tokens": 8, "seed": 0, "backend": "transformers"}  # fmt: skip
-    argv = ["--samples", str(tmp_path / "pool.parquet"), "--exclude", str(tmp_path / "train.parquet"),
-            "--reserve-fraction", "0.5", "--reserve-seed", "3", "--per-setting", "2", "--model", str(tiny_model_dir),
-            "--protocol", json.dumps(protocol), "--seeds", "0,1", "--variance-seeds", "0,1,2",
-            "--backend", "transformers", "--out-dir", str(tmp_path / "cli")]  # fmt: skip
-    assert main(argv) == 0
     config = {
         "heldout": {"per_setting": 2},
         "reserve": {"fraction": 0.5, "seed": 3},
@@ -109,10 +113,8 @@ def test_job_writes_what_the_cli_writes_and_records_its_spec(tmp_path, tiny_mode
         output={**output, "manifest": str(tmp_path / "manifests" / "score_heldout" / "base-default.json")},
         config=config, seeds={"eval": config["seeds"]}, threads=1,
     )  # fmt: skip
-    for name in output:
-        assert json.loads((out / f"{name}.json").read_text()) == json.loads(
-            (tmp_path / "cli" / f"{name}.json").read_text()
-        )
+    docs = json.loads((out / "seeds.json").read_text())
+    assert [d["card"]["seed"] for d in docs] == [0, 1, 2] and docs[0]["card"]["protocol_id"] == "default"
     assert json.loads((out / "variance.json").read_text())["seeds"] == [0, 1, 2]
     assert manifest["rule"] == "score_heldout" and manifest["config"] == config
     assert manifest["seeds"] == {"eval": {"eval": [0, 1], "variance": [0, 1, 2]}}
@@ -120,17 +122,16 @@ def test_job_writes_what_the_cli_writes_and_records_its_spec(tmp_path, tiny_mode
     assert any(p.startswith(str(tiny_model_dir)) for p in manifest["inputs"])  # the model's files
 
 
-def test_cli_scores_through_vllm_as_score_heldout_runs_at_paper_scale(tmp_path, tiny_model_dir, fake_vllm):
-    """Paper scale: the protocol's backend is vllm and the rule passes --threads; vLLM 0.24.0's constructor
+def test_the_job_scores_through_vllm_as_score_heldout_runs_at_paper_scale(
+    tmp_path, tiny_model_dir, fake_vllm, run_stage
+):
+    """Paper scale: the protocol's backend is vllm and the rule passes threads; vLLM 0.24.0's constructor
     (the `fake_vllm` stand-in) has no `threads` keyword."""
     pool = [sample(i, s) for i in range(40) for s in ("single_turn", "multi_turn")]
     write_samples(pool, tmp_path / "pool.parquet")
-    protocol = json.dumps({"id": "stronger", "system_prompt": "stronger", "template": "native", "thinking": "drop",
-                           "temperature": 0.7, "top_p": 1.0, "max_tokens": 8, "backend": "vllm"})  # fmt: skip
-    argv = ["--samples", str(tmp_path / "pool.parquet"), "--reserve-fraction", "0.5", "--reserve-seed", "0",
-            "--per-setting", "2", "--model", str(tiny_model_dir), "--protocol", protocol, "--seeds", "1",
-            "--threads", "2", "--out-dir", str(tmp_path / "out")]  # fmt: skip
-    assert main(argv) == 0
+    protocol = {"id": "stronger", "system_prompt": "stronger", "template": "native", "thinking": "drop",
+                "temperature": 0.7, "top_p": 1.0, "max_tokens": 8, "backend": "vllm"}  # fmt: skip
+    heldout(run_stage, tmp_path, tiny_model_dir, protocol, per_setting=2, seeds=[1], variance=[1], threads=2)
     (llm,) = fake_vllm.LLM.instances
     assert llm.calls and llm.engine_args.model == str(tiny_model_dir)
     doc = json.loads((tmp_path / "out" / "seeds.json").read_text())[0]

@@ -1,8 +1,9 @@
 """scripts/gpu_smoke.sh on a CPU: syntax, the commands its --dry-run prints, and the parts a CPU can run.
 
 The GPU parts (verl training, `vllm serve`, lm-eval on vLLM) run only on a user's GPU; here the script's
-data steps run for real, its BFCL command is parsed by the real CLI, and its training arguments go
-through the project's own `prepare` (verl's config validation, in .venv-verl) with a tiny model.
+data steps run for real, its BFCL and lm-eval steps are parsed into the jobs the real stage CLI would run
+(`toolcall-repro stage`), and its training arguments go through the project's own `prepare` (verl's
+config validation, in .venv-verl) with a tiny model.
 """
 
 import json
@@ -40,6 +41,15 @@ def arg(cmd, flag):
     return cmd[cmd.index(flag) + 1]
 
 
+def stage_job(cmd):
+    """The job the stage command would run, built by the real CLI's parser (`toolcall-repro stage`)."""
+    from toolcall_repro.job import job_from_argv
+
+    at = cmd.index("toolcall_repro.cli")
+    assert cmd[at + 1] == "stage", cmd
+    return job_from_argv(cmd[at + 2 :])
+
+
 def test_script_is_valid_bash():
     assert subprocess.run(["bash", "-n", str(SCRIPT)], capture_output=True).returncode == 0
 
@@ -48,8 +58,8 @@ def test_dry_run_prints_the_paper_path_in_order(tmp_path):
     out = dry_run("--model", "Qwen/Qwen2.5-0.5B-Instruct", "--out", str(tmp_path / "smoke"),
                   env={"VERL_PYTHON": "/envs/verl/bin/python", "MAIN_PYTHON": "/envs/main/bin/python"})  # fmt: skip
     cmds = commands(out)
-    download = find(cmds, "toolcall_repro.data.download", "model")
-    assert arg(download, "--hub-id") == "Qwen/Qwen2.5-0.5B-Instruct"
+    download = find(cmds, "download_model")
+    assert stage_job(download).config == {"hub_id": "Qwen/Qwen2.5-0.5B-Instruct"}
     train, resume = [c for c in cmds if "workflow/scripts/verl/launch_verl.sh" in c]
     run = json.loads(arg(train, "--config"))
     assert (run["n"], run["downsample"]["m"], run["epochs"]) == (4, 2, 2) and run["filter"]["k"] == 1
@@ -59,14 +69,21 @@ def test_dry_run_prints_the_paper_path_in_order(tmp_path):
     verl = json.loads(arg(train, "--verl-config"))
     assert verl["gpus_per_node"] == int(arg(train, "--gpus-per-node")) == 1
     assert "dataloader" not in out and "extra_overrides" not in verl  # verl's default workers, untouched
-    bfcl = find(cmds, "toolcall_repro.eval.bfcl", "run")
-    assert bfcl[0] == "/envs/main/bin/python"
-    assert (arg(bfcl, "--limit"), arg(bfcl, "--backend"), arg(bfcl, "--vllm-bin")) == ("5", "vllm", "/envs/verl/bin/vllm")
-    assert arg(bfcl, "--model-dir") == arg(train, "--out") + "/final"  # the trained checkpoint is served
-    general = find(cmds, "toolcall_repro.eval.general")
+    # BFCL as the workflow runs it: locate_vllm in the verl env, generate_bfcl serving its record, score_bfcl
+    locate, bfcl, score = find(cmds, "locate_vllm"), stage_job(find(cmds, "generate_bfcl")), find(cmds, "score_bfcl")
+    assert locate[0] == "/envs/verl/bin/python" and find(cmds, "generate_bfcl")[0] == "/envs/main/bin/python"
+    assert bfcl.path("vllm") == stage_job(locate).out("vllm")
+    assert bfcl.config["bfcl"] == {"categories": ["simple_python"], "limit": 5}
+    assert bfcl.config["protocol"]["backend"] == "vllm" and bfcl.seed("eval") == 0 and bfcl.gpus == 1
+    assert bfcl.path("model") == arg(train, "--out") + "/final"  # the trained checkpoint is served
+    assert stage_job(score).path("results") == bfcl.out("results")
+    assert stage_job(score).config["protocol"] == bfcl.config["protocol"]
+    general = find(cmds, "check_general_capability")
     assert general[0] == "/envs/verl/bin/python"
-    assert (arg(general, "--limit"), arg(general, "--backend"), arg(general, "--tasks")) == ("50", "vllm", "hellaswag")
-    order = [cmds.index(c) for c in (download, train, bfcl, general)]
+    job = stage_job(general)
+    assert job.config["general"] == {"tasks": "hellaswag", "num_fewshot": 0, "limit": 50}
+    assert job.option("backend") == "vllm" and job.path("model") == bfcl.path("model")
+    order = [cmds.index(c) for c in (download, train, locate, find(cmds, "generate_bfcl"), score, general)]
     assert order == sorted(order)
     for check in ("filter epoch == verl epoch", "update rows = m per group", "final checkpoint loads",
                   "zero inference errors", "50 documents"):  # fmt: skip
@@ -74,13 +91,15 @@ def test_dry_run_prints_the_paper_path_in_order(tmp_path):
 
 
 def test_bfcl_arguments_parse_with_the_real_cli(tmp_path):
-    from toolcall_repro.eval.bfcl.__main__ import build_parser, parse_protocol
+    """The generate_bfcl job the script runs reads what the stage reads: its protocol parses, its limit is
+    what generate takes."""
+    from toolcall_repro.eval.bfcl.jobs import config_limit, parse_protocol
 
-    bfcl = find(commands(dry_run("--out", str(tmp_path))), "toolcall_repro.eval.bfcl", "run")
-    args = build_parser().parse_args(bfcl[3:])
-    assert args.limit == 5 and args.categories == ["simple_python"]
-    protocol_id, protocol = parse_protocol(args.protocol, args.seed, args.backend)
+    job = stage_job(find(commands(dry_run("--out", str(tmp_path))), "generate_bfcl"))
+    assert config_limit(job.config["bfcl"]["limit"]) == 5 and job.config["bfcl"]["categories"] == ["simple_python"]
+    protocol_id, protocol = parse_protocol(job.config["protocol"], job.seed("eval"), job.config["protocol"]["backend"])
     assert protocol_id == "stronger" and protocol.backend == "vllm"
+    assert float(job.option("gpu_memory_utilization")) == 0.8 and int(job.option("threads")) == 1
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +107,8 @@ def prepared(tmp_path_factory, tiny_model_dir):
     """The script's data steps run for real, then its training arguments through the project's `prepare`."""
     tmp = tmp_path_factory.mktemp("smoke")
     cmds = commands(dry_run("--model", str(tiny_model_dir), "--out", str(tmp / "smoke")))
-    data = [c for c in cmds if "-m" in c and c[c.index("-m") + 1].startswith("toolcall_repro.data.")]
+    data_stages = ("download_model", "synthesize_source", "normalise_source", "pool_tooln1")
+    data = [c for c in cmds if "toolcall_repro.cli" in c and c[c.index("toolcall_repro.cli") + 2] in data_stages]
     assert len(data) == 3  # synthetic -> normalise -> train/held-out split; no download for a local model
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     for c in data:

@@ -12,7 +12,7 @@ from toolcall_repro.preflight import (
     thinking_of,
 )
 from toolcall_repro.provenance import config_hash
-from toolcall_repro.runconfig import ConfigError, compose_run, schema_problem
+from toolcall_repro.runconfig import ConfigError, schema_problem
 
 
 report: "../report/workflow.rst"
@@ -25,11 +25,11 @@ with open(os.path.join(workflow.basedir, "schemas", "config.schema.yaml")) as f:
     _problem = schema_problem(config, yaml.safe_load(f))
 if _problem:
     raise ConfigError(_problem)
-check_config(config)  # every cross-key rule (preflight.validate_config)
-
 # The experiment's units (toolcall_repro.experiment): training runs, scores, studies, models, with
-# their paths and manifests. The rules' input functions and targets read them from here.
+# their paths and manifests. The rules' input functions and targets read them from here, and each
+# training run's config is composed once, checked here and passed as the rule's params.
 EXP = Experiment(config)
+check_config(config, experiment=EXP)  # every cross-key rule (preflight.validate_config)
 RUN = EXP.run_dir
 PAPER_SCALE = config["engines"]["training"] == "verl"
 THREADS = config["engines"]["threads"]
@@ -148,7 +148,7 @@ def train_job(seeds, twin=None):
     return job(
         "train_grpo",
         twin=twin,
-        config=lambda w: compose_run(config, w.dataset, w.variant),
+        config=lambda w: EXP.run_config(w.dataset, w.variant),
         seeds=seeds,
         gpus=VERL["nodes"] * VERL["gpus_per_node"],
         engine=config["engines"]["training"],

@@ -2,5 +2,5 @@
 
 speedup.py (the matched-accuracy definition), runstats.py and efficiency.py (training runs), tables.py
 and tabular.py (evaluation tables), figures.py: pure. loaders.py and report.py: reading and writing.
-CLI: python -m toolcall_repro.analysis {tables,figures} --run-dir results/<run> --out-dir DIR [--config JSON].
+Jobs: make_tables, make_figures, report_efficiency (jobs.py).
 """

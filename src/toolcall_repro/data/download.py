@@ -1,23 +1,18 @@
 """Download one raw source with `datasets` at a pinned revision and write it as JSONL in the source's own
 schema (the same files the synthetic twins write), plus a sidecar recording what was read.
 
-With `download model`, snapshot a Hub model (base, filter policy) into the results tree instead. These
-are the only steps that touch the network:
-
-    python -m toolcall_repro.data.download --source xlam --hub-id Salesforce/xlam-function-calling-60k \
-        --revision <commit sha> --split train --out data/raw/xlam.jsonl
-    python -m toolcall_repro.data.download model --hub-id Qwen/Qwen3-8B [--revision SHA] --out DIR
+The download_model job snapshots a Hub model (base, filter policy) into the results tree instead.
+These are the only steps that touch the network (the download_source and download_model jobs; by hand
+`toolcall-repro stage download_source --describe`).
 
 Sidecar ``<out>.source.json``: hub id, requested and resolved revision, split, row count, columns, the
 sha256 of the JSONL written, and the sha256 of every file `datasets` read from its cache. For a source
-that is not on the Hub (e.g. Tool-N1's RL file) pass a builder and local files instead:
-``--hub-id json --data-files path/to/tool_n1.json``.
+that is not on the Hub (e.g. Tool-N1's RL file) the config names a builder and local files instead:
+``{"hub_id": "json", "data_files": ["path/to/tool_n1.json"]}``.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
 from toolcall_repro.io import atomic_write_json, write_jsonl
@@ -53,7 +48,10 @@ def download(
 
     if data_files:
         if hub_id not in LOCAL_BUILDERS:
-            raise ValueError(f"--data-files needs --hub-id one of {LOCAL_BUILDERS}, got {hub_id!r}")
+            raise ValueError(
+                f"data.sources.{source}: data_files needs hub_id one of {LOCAL_BUILDERS} (a local builder), "
+                f"got {hub_id!r}"
+            )
         dataset = load_dataset(hub_id, data_files=data_files, split=split)
         read = {str(p): sha256_file(p) for p in data_files}
         resolved = None
@@ -101,16 +99,6 @@ def snapshot_model(hub_id: str, revision: str | None, out: str | Path) -> dict:
     return record
 
 
-def model_main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m toolcall_repro.data.download model")
-    parser.add_argument("--hub-id", required=True)
-    parser.add_argument("--revision", default=None, help="commit sha to pin (default: the main branch now)")
-    parser.add_argument("--out", required=True, help="model directory to create")
-    args = parser.parse_args(argv)
-    record = snapshot_model(args.hub_id, args.revision, args.out)
-    print(f"{args.hub_id}@{record['resolved_revision']}: {len(record['files_sha256'])} files in {args.out}")
-
-
 def download_model(j) -> None:
     """The download_model job (toolcall_repro.job): config {"hub_id", "revision"} (revision may be null)."""
     out = j.out("model")
@@ -128,30 +116,3 @@ def download_source(j) -> None:
         [files] if isinstance(files, str) else files,
     )  # fmt: skip
     print(f"{j.option('source')}: {record['rows']} rows from {cfg['hub_id']}@{record['resolved_revision']}")
-
-
-def main(argv: list[str] | None = None) -> None:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["model"]:
-        model_main(argv[1:])
-        return
-    parser = argparse.ArgumentParser(description="Download one raw source to JSONL in its own schema.")
-    parser.add_argument("--source", required=True)
-    parser.add_argument(
-        "--hub-id", required=True, help="Hub dataset id, or json|parquet|csv with --data-files"
-    )
-    parser.add_argument(
-        "--revision", help="commit sha to pin (a branch name is recorded with the sha it had)"
-    )
-    parser.add_argument("--split", default="train")
-    parser.add_argument("--data-files", nargs="*", help="local files for a source not on the Hub")
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
-    record = download(args.source, args.hub_id, args.revision, args.split, args.out, args.data_files)
-    print(
-        f"{args.source}: {record['rows']} rows from {args.hub_id}@{record['resolved_revision'] or args.revision}"
-    )
-
-
-if __name__ == "__main__":
-    main()

@@ -1,26 +1,18 @@
-"""Command line of the filter stage (`python -m toolcall_repro.data.filter_cli ...`): files and models in,
-files out; the decisions themselves live in `filters.py`.
+"""The filter stage's jobs (filter_single_turn, filter_multi_turn, subset_format_study, pool_tooln1):
+files and models in, files out; the decisions themselves live in `filters.py`. By hand, e.g.
 
-    python -m toolcall_repro.data.filter_cli single-turn --inputs xlam.parquet toolace.parquet \
-        --policy MODEL_DIR --backend transformers --config FILTER_JSON --seed S \
-        --out-train OUT.parquet --out-heldout HELD.parquet --report REPORT.json --threads T
-    python -m toolcall_repro.data.filter_cli multi-turn --inputs looptool.parquet ... (same options)
-    python -m toolcall_repro.data.filter_cli format-subsets --single single_turn.parquet \
-        --multi multi_turn.parquet --config '{"size": 700}' --seed S \
-        --out-single format_single.parquet --out-multi format_multi.parquet --report REPORT.json
-    python -m toolcall_repro.data.filter_cli pool --inputs xlam.parquet toolace.parquet \
-        --config '{"heldout_fraction": 0.15}' --seed S --out-train T.parquet --out-heldout H.parquet
+    toolcall-repro stage pool_tooln1 --in samples=xlam.parquet --in samples=toolace.parquet \
+        --config '{"heldout_fraction": 0.15, "reserve_fraction": 0.0}' --seed filter=0 \
+        --out train=T.parquet --out heldout=H.parquet --out report=pool.json
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import time
 from pathlib import Path
 
-from toolcall_repro.configarg import load_config_arg
 from toolcall_repro.data import filters
 from toolcall_repro.data.schema import read_samples, write_samples
 from toolcall_repro.io import atomic_write_json
@@ -182,14 +174,21 @@ def _rollout_job(j, setting: str) -> None:
 
 
 def filter_single_turn(j) -> None:
+    """The single-turn filter (xLAM + ToolACE: keep what the policy gets right sometimes): input.samples,
+    input.policy (a model folder), config filter.single_turn with the held-out split, seeds.filter,
+    options backend and threads; output train, heldout, report."""
     _rollout_job(j, "single_turn")
 
 
 def filter_multi_turn(j) -> None:
+    """The multi-turn filter (LoopTool: turn range, single-call answers, >= k correct rollouts): as
+    filter_single_turn, with config filter.multi_turn."""
     _rollout_job(j, "multi_turn")
 
 
 def subset_format_study(j) -> None:
+    """Matched single- vs multi-turn subsets (the format study): input single, multi; config {size};
+    seeds.filter; output single, multi, report."""
     _print_report(
         format_subsets(
             single=j.path("single"),
@@ -204,6 +203,8 @@ def subset_format_study(j) -> None:
 
 
 def pool_tooln1(j) -> None:
+    """An unfiltered pool with a held-out split: input.samples; config {heldout_fraction | heldout_size,
+    reserve_fraction}; seeds.filter; output train, heldout, report."""
     _print_report(
         pool(
             inputs=j.paths("samples"),
@@ -216,77 +217,3 @@ def pool_tooln1(j) -> None:
     )
 
 
-def _rollout_parser(sub, name: str, help_text: str) -> None:
-    p = sub.add_parser(name, help=help_text)
-    p.add_argument("--inputs", nargs="+", required=True, help="normalised sample parquet files")
-    p.add_argument("--policy", required=True, help="HF model dir of the filter policy")
-    p.add_argument("--backend", default="transformers", choices=["transformers", "vllm"])
-    p.add_argument("--config", required=True, help="this chain's config subtree (inline JSON or file)")
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--out-train", required=True)
-    p.add_argument("--out-heldout", required=True)
-    p.add_argument("--report", required=True)
-    p.add_argument("--threads", type=int, default=1)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m toolcall_repro.data.filter_cli", description=__doc__.split("\n")[0]
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    _rollout_parser(sub, "single-turn", "xLAM + ToolACE: keep samples the policy gets right sometimes")
-    _rollout_parser(sub, "multi-turn", "LoopTool: turn range, single-call answers, >= k correct rollouts")
-    fmt = sub.add_parser("format-subsets", help="matched single- vs multi-turn subsets (format study)")
-    fmt.add_argument("--single", required=True)
-    fmt.add_argument("--multi", required=True)
-    fmt.add_argument("--config", required=True, help='{"size": N}')
-    fmt.add_argument("--seed", type=int, required=True)
-    fmt.add_argument("--out-single", required=True)
-    fmt.add_argument("--out-multi", required=True)
-    fmt.add_argument("--report", required=True)
-    pooled = sub.add_parser("pool", help="unfiltered pool + held-out split (the filter policy's training data)")
-    pooled.add_argument("--inputs", nargs="+", required=True)
-    pooled.add_argument("--config", required=True, help='{"heldout_fraction": F} or {"heldout_size": N}')
-    pooled.add_argument("--seed", type=int, required=True)
-    pooled.add_argument("--out-train", required=True)
-    pooled.add_argument("--out-heldout", required=True)
-    pooled.add_argument("--report")
-    args = parser.parse_args(argv)
-    config = load_config_arg(args.config)
-    if args.command in ("single-turn", "multi-turn"):
-        report = rollout_filter(
-            args.command.replace("-", "_"),
-            inputs=args.inputs,
-            policy=args.policy,
-            backend=args.backend,
-            config=config,
-            seed=args.seed,
-            out_train=args.out_train,
-            out_heldout=args.out_heldout,
-            report_path=args.report,
-            threads=args.threads,
-        )
-    elif args.command == "format-subsets":
-        report = format_subsets(
-            single=args.single,
-            multi=args.multi,
-            config=config,
-            seed=args.seed,
-            out_single=args.out_single,
-            out_multi=args.out_multi,
-            report_path=args.report,
-        )
-    else:
-        report = pool(
-            inputs=args.inputs,
-            config=config,
-            seed=args.seed,
-            out_train=args.out_train,
-            out_heldout=args.out_heldout,
-            report_path=args.report,
-        )
-    _print_report(report)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,18 +1,17 @@
 """Normalise one raw source file: samples to parquet, malformed rows to a rejects file, counts to a report.
 
-    python -m toolcall_repro.data.normalise --source xlam --raw data/raw/xlam.jsonl \
-        --out data/normalised/xlam.parquet --rejects data/normalised/xlam.rejects.jsonl \
-        --report data/reports/normalise_xlam.json
+    toolcall-repro stage normalise_source --config '{"source": "xlam"}' --in raw=data/raw/xlam.jsonl \
+        --out samples=data/normalised/xlam.parquet --out rejects=data/normalised/xlam.rejects.jsonl \
+        --out report=data/reports/normalise_xlam.json
 """
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from pathlib import Path
 
 from toolcall_repro.data.schema import iter_jsonl, write_samples
-from toolcall_repro.data.sources import LOADERS, LoadResult, load_rows
+from toolcall_repro.data.sources import LoadResult, load_rows
 from toolcall_repro.io import atomic_write_json, write_jsonl
 from toolcall_repro.provenance import sha256_file
 
@@ -53,21 +52,3 @@ def normalise_source(j) -> None:
     """The normalise_source job (toolcall_repro.job)."""
     s = normalise_file(j.config["source"], j.path("raw"), j.out("samples"), j.out("rejects"), j.out("report"))
     print(f"{s['source']}: {s['rows']} rows -> {s['samples']} samples, {s['rows_rejected']} rejected {s['rejects']}")
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Normalise one raw source into the sample schema.")
-    parser.add_argument("--source", required=True, choices=sorted(LOADERS))
-    parser.add_argument("--raw", required=True)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--rejects", required=True)
-    parser.add_argument("--report", required=True)
-    args = parser.parse_args(argv)
-    s = normalise_file(args.source, args.raw, args.out, args.rejects, args.report)
-    print(
-        f"{s['source']}: {s['rows']} rows -> {s['samples']} samples, {s['rows_rejected']} rejected {s['rejects']}"
-    )
-
-
-if __name__ == "__main__":
-    main()

@@ -2,14 +2,13 @@
 drop reasons, the turn-count definitions, the held-out split and the format-study subsets, merged into
 ``data/filter_report.json`` plus a small Markdown table.
 
-    python -m toolcall_repro.data.report --steps single_turn.json multi_turn.json format_study.json \
-        --normalise xlam.report.json ... --rejects xlam.rejects.jsonl ... \
-        --out-json filter_report.json --out-md filter_report.md
+    toolcall-repro stage report_filter --in steps=single_turn.json --in steps=multi_turn.json ... \
+        --in normalise=xlam.report.json ... --in rejects=xlam.rejects.jsonl ... \
+        --out json=filter_report.json --out md=filter_report.md
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections import Counter
 from pathlib import Path
@@ -122,20 +121,3 @@ def write_report(steps: list[str], normalise: list[str], rejects: list[str], out
 def report_filter(j) -> None:
     """The report_filter job (toolcall_repro.job): every chain's report, normalise reports, rejects."""
     write_report(j.paths("steps"), j.paths("normalise"), j.paths("rejects"), j.out("json"), j.out("md"))
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Merge the data stage's reports into the filter report.")
-    parser.add_argument("--steps", nargs="+", required=True, help="per-chain JSON reports from data.filters")
-    parser.add_argument(
-        "--normalise", nargs="*", default=[], help="per-source JSON reports from data.normalise"
-    )
-    parser.add_argument("--rejects", nargs="*", default=[], help="<source>.rejects.jsonl files")
-    parser.add_argument("--out-json", required=True)
-    parser.add_argument("--out-md", required=True)
-    args = parser.parse_args(argv)
-    write_report(args.steps, args.normalise, args.rejects, args.out_json, args.out_md)
-
-
-if __name__ == "__main__":
-    main()

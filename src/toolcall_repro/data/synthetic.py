@@ -15,13 +15,11 @@ Same (source, config, seed) -> byte-identical file.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 from collections.abc import Callable
 from pathlib import Path
 
-from toolcall_repro.configarg import load_config_arg
 from toolcall_repro.data.synthetic_tools import (
     THANKS,
     TOOLS,
@@ -273,22 +271,8 @@ def synthesize(source: str, config: dict, seed: int, out: str, planted: str | No
 
 
 def synthesize_source(j) -> None:
-    """The synthesize_source job (toolcall_repro.job): config is this source's data.synthetic subtree."""
-    synthesize(j.option("source"), j.config, j.seed("data"), j.out("raw"))
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--source", required=True, choices=sorted(ROW_MAKERS))
-    parser.add_argument(
-        "--config", default="{}", help="this source's synthetic subtree (inline JSON or file)"
-    )
-    parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--out", required=True, help="raw JSONL in the source's schema")
-    parser.add_argument("--planted", help="optional JSONL listing the planted malformed rows")
-    args = parser.parse_args(argv)
-    synthesize(args.source, load_config_arg(args.config), args.seed, args.out, args.planted)
-
-
-if __name__ == "__main__":
-    main()
+    """The synthesize_source job (toolcall_repro.job): config is this source's data.synthetic subtree, the
+    source an option, the seed seeds.data; output.raw the JSONL (output.planted, if named: the planted
+    malformed rows)."""
+    planted = j.paths("planted", "output")
+    synthesize(j.option("source"), j.config, j.seed("data"), j.out("raw"), planted[0] if planted else None)

@@ -5,16 +5,13 @@ subtree) and write the same outputs (metrics.jsonl, curve.jsonl, summary.json, f
 
 The rule runs `job(j)` through the job entry (toolcall_repro.job): the local engine gets the typed run
 config in-process; verl's launcher is a bash script and a process of its own (Ray, srun, finalize), so
-it alone gets an argv (`verl_command`). `main(argv)` is the same for humans.
+it alone gets an argv (`verl_command`). By hand: `toolcall-repro stage train_grpo ...`.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import subprocess
-import sys
 
 from toolcall_repro.io import compact_json
 
@@ -97,37 +94,13 @@ def _verl_kwargs(j) -> dict:
 
 
 def train_grpo(j) -> int:
-    """The train_grpo job: config is the run config (runconfig.compose_run), seeds {"train": S}."""
+    """The train_grpo job (and train_grpo_seed): input train, heldout (parquet), base (a model folder);
+    config the run config (runconfig.compose_run); seeds.train; option engine (local | verl) and, local,
+    threads; verl: verl (train.verl), nodes, launcher. Outputs lie beside output.summary (metrics.jsonl,
+    curve.jsonl, final/); a rerun continues from the run's own checkpoints."""
     engine = j.option("engine")
     if engine == "local":
         return train_local(**_common(j), threads=int(j.option("threads")))
     if engine == "verl":
         return train_verl(**_verl_kwargs(j))
     raise ValueError(f"{j.rule}: option engine {engine!r} is not one of ['local', 'verl']")
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolcall_repro.engines.train")
-    p.add_argument("--engine", choices=["local", "verl"], required=True)
-    p.add_argument("--train", required=True)
-    p.add_argument("--heldout", required=True)
-    p.add_argument("--base", required=True)
-    p.add_argument("--config", required=True, help="the run's config subtree (inline JSON)")
-    p.add_argument("--out", required=True)
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--nodes", type=int, default=1)
-    p.add_argument("--verl", default='{"nodes": 1, "gpus_per_node": 8}', help="train.verl as JSON")
-    p.add_argument("--verl-launcher", default=LAUNCHER)
-    args = p.parse_args(argv)
-    common = {"train": args.train, "heldout": args.heldout, "base": args.base,
-              "config": json.loads(args.config), "out": args.out, "seed": args.seed}  # fmt: skip
-    if args.engine == "local":
-        return train_local(**common, threads=args.threads)
-    return train_verl(
-        **common, verl=json.loads(args.verl), nodes=args.nodes, launcher=args.verl_launcher
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,9 +9,7 @@ being studied (system prompt, output format, template, thinking), sampled once p
 the multi-turn training reward (`rewards.multi_turn_reward`: calls as exact multisets, no format term) in
 the protocol's output format, so one number means the same thing under every protocol.
 
-    python -m toolcall_repro.eval.heldout --samples N1.parquet ... --exclude T1.parquet ... \
-        --reserve-fraction 0.3 --reserve-seed 0 --per-setting 24 --model DIR --protocol JSON \
-        --seeds 0,1,2 [--variance-seeds 0,1,2,3] --out-dir eval/heldout/<model>/<protocol>
+The score_heldout job (`toolcall-repro stage score_heldout --describe` says what it reads).
 
 One job per (model, protocol): the prompts are chosen and rendered once and sampled once per seed (a tiny
 model's job is mostly start-up), then `seeds.json` (one score document per seed), `summary.json` (the
@@ -21,7 +19,6 @@ seed files are (`eval.seeds.summarise_seeds`).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -212,53 +209,3 @@ def score_heldout(j) -> int | None:
     return None
 
 
-def _seeds(text: str) -> list[int]:
-    seeds = [int(x) for x in text.split(",") if x.strip()]
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise argparse.ArgumentTypeError(f"seeds must be distinct integers, got {text!r}")
-    return seeds
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolcall_repro.eval.heldout", description=__doc__)
-    p.add_argument("--samples", nargs="+", required=True, help="normalised sample parquets (the sources)")
-    p.add_argument("--exclude", nargs="*", default=[], help="training sets: their conversations are left out")
-    p.add_argument("--reserve-fraction", type=float, required=True)
-    p.add_argument("--reserve-seed", type=int, required=True)
-    p.add_argument("--per-setting", type=int, required=True)
-    p.add_argument("--model", required=True)
-    p.add_argument("--protocol", required=True, help="inline JSON or a file (an `id` key is kept)")
-    p.add_argument("--seeds", type=_seeds, required=True, help="evaluation seeds, e.g. 0,1,2")
-    p.add_argument(
-        "--variance-seeds", type=_seeds, default=None, help="seeds of variance.json (default: --seeds)"
-    )
-    p.add_argument("--backend", default=None)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out-dir", required=True, help="writes seeds.json, summary.json and variance.json here")
-    args = p.parse_args(argv)
-    out = Path(args.out_dir)
-    try:
-        evaluate(
-            samples=args.samples,
-            exclude=args.exclude,
-            reserve_fraction=args.reserve_fraction,
-            reserve_seed=args.reserve_seed,
-            per_setting=args.per_setting,
-            model=args.model,
-            protocol=args.protocol,
-            seeds=args.seeds,
-            variance_seeds=args.variance_seeds,
-            backend=args.backend,
-            threads=args.threads,
-            seeds_out=out / "seeds.json",
-            summary_out=out / "summary.json",
-            variance_out=out / "variance.json",
-        )
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

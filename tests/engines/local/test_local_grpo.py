@@ -1,4 +1,3 @@
-import argparse
 import json
 import os
 import signal
@@ -10,7 +9,7 @@ import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from toolcall_repro.engines.local.config import parse_config
-from toolcall_repro.engines.local.grpo import GRPOTrainer, run
+from toolcall_repro.engines.local.grpo import GRPOTrainer, train_grpo
 from toolcall_repro.engines.local.model import load_policy
 from toolcall_repro.engines.local.prompts import build_prompts, load_samples
 from toolcall_repro.rewards import Reward
@@ -22,18 +21,13 @@ def read_jsonl(path):
 
 
 def args_for(files, base, out, cfg, setting="single_turn", resume=False, seed=3):
-    return argparse.Namespace(
-        train=str(files[setting]),
-        heldout=str(files[f"heldout_{setting}"]),
-        base=str(base),
-        out=str(out),
-        config=json.dumps(cfg),
-        seed=seed,
-        threads=1,
-        setting=None,
-        variant=None,
-        resume=resume,
-    )
+    """train_grpo's keywords for one run (the job passes the same: engines.train.train_local)."""
+    return {"train": str(files[setting]), "heldout": str(files[f"heldout_{setting}"]), "base": str(base),
+            "out": str(out), "config": parse_config(cfg), "seed": seed, "threads": 1, "resume": resume}  # fmt: skip
+
+
+def run(kwargs, log):
+    return train_grpo(**kwargs, log=log)
 
 
 @pytest.mark.parametrize(
@@ -108,27 +102,12 @@ def test_filter_skips_all_correct_prompts_and_probes_them(sample_files, base_mod
     assert by_epoch[1][-1]["transition/all_correct_to_all_correct"] == 0  # skipped prompts are not observed
 
 
-def _cli(files, base, out, cfg, resume):
-    cmd = [
-        sys.executable,
-        "-m",
-        "toolcall_repro.engines.local.grpo",
-        "--train",
-        str(files["single_turn"]),
-        "--heldout",
-        str(files["heldout_single_turn"]),
-        "--base",
-        str(base),
-        "--config",
-        json.dumps(cfg),
-        "--out",
-        str(out),
-        "--seed",
-        "3",
-        "--threads",
-        "1",
-    ]
-    return cmd + (["--resume"] if resume else [])
+def _cli(files, base, out, cfg):
+    """The train_grpo job by hand (`toolcall-repro stage`), local engine: it resumes its own checkpoints."""
+    return [sys.executable, "-m", "toolcall_repro.cli", "stage", "train_grpo",
+            "--in", f"train={files['single_turn']}", "--in", f"heldout={files['heldout_single_turn']}",
+            "--in", f"base={base}", "--out", f"summary={out / 'summary.json'}", "--config", json.dumps(cfg),
+            "--seed", "train=3", "--option", "engine=local", "--option", "threads=1"]  # fmt: skip
 
 
 def test_kill_9_then_resume_gives_identical_metrics(
@@ -141,7 +120,7 @@ def test_kill_9_then_resume_gives_identical_metrics(
     killed = tmp_path / "killed"
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.Popen(
-        _cli(sample_files, base_model, killed, cfg, True),
+        _cli(sample_files, base_model, killed, cfg),
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -156,7 +135,7 @@ def test_kill_9_then_resume_gives_identical_metrics(
     assert not (killed / "summary.json").exists() and not (killed / "metrics.jsonl").exists()
 
     done = subprocess.run(
-        _cli(sample_files, base_model, killed, cfg, True), env=env, capture_output=True, text=True
+        _cli(sample_files, base_model, killed, cfg), env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads((killed / "summary.json").read_text())

@@ -16,29 +16,19 @@ from toolcall_repro.provenance import model_sha256
 from toolcall_repro.rewards import single_turn_reward
 
 
-def test_cli_builds_a_model_dir_that_reloads_with_the_same_tokens(sample_files, tmp_path, tiny_config):
+def warmstart_stage(files, out, tiny, *, seed, reserve_fraction, reserve_seed, threads, early=None):
+    """The warmstart_base_model job by hand (`toolcall-repro stage`), a process of its own."""
+    config = {"model.tiny": tiny, "filter.reserve_fraction": reserve_fraction, "engines.warmstart_threads": threads}
+    return [sys.executable, "-m", "toolcall_repro.cli", "stage", "warmstart_base_model",
+            "--in", f"samples={files['single_turn']}", "--in", f"samples={files['multi_turn']}",
+            "--out", f"model={out}", *(["--out", f"early={early}"] if early else []),
+            "--config", json.dumps(config), "--seed", f"model={seed}", "--seed", f"reserve={reserve_seed}"]  # fmt: skip
+
+
+def test_the_job_builds_a_model_dir_that_reloads_with_the_same_tokens(sample_files, tmp_path, tiny_config):
     out = tmp_path / "base"
     cfg = dict(tiny_config, sft_steps=3)
-    cmd = [
-        sys.executable,
-        "-m",
-        "toolcall_repro.engines.local.warmstart",
-        "--train",
-        str(sample_files["single_turn"]),
-        str(sample_files["multi_turn"]),
-        "--out",
-        str(out),
-        "--config",
-        json.dumps(cfg),
-        "--seed",
-        "0",
-        "--reserve-fraction",
-        "0.25",
-        "--reserve-seed",
-        "3",
-        "--threads",
-        "1",
-    ]
+    cmd = warmstart_stage(sample_files, out, cfg, seed=0, reserve_fraction=0.25, reserve_seed=3, threads=1)
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads((out / "warmstart_report.json").read_text())
@@ -153,28 +143,9 @@ def test_warm_start_as_configured_twice_gives_bit_identical_weights(sample_files
 
     def build(name):
         out, early = tmp_path / name, tmp_path / f"{name}-early"
-        cmd = [
-            sys.executable,
-            "-m",
-            "toolcall_repro.engines.local.warmstart",
-            "--train",
-            str(sample_files["single_turn"]),
-            str(sample_files["multi_turn"]),
-            "--out",
-            str(out),
-            "--early-out",
-            str(early),
-            "--config",
-            json.dumps(tiny),
-            "--seed",
-            str(config["model"]["tiny"]["seed"]),
-            "--reserve-fraction",
-            str(config["filter"]["reserve_fraction"]),
-            "--reserve-seed",
-            str(config["filter"]["seed"]),
-            "--threads",
-            str(threads),
-        ]
+        cmd = warmstart_stage(sample_files, out, tiny, seed=config["model"]["tiny"]["seed"],
+                              reserve_fraction=config["filter"]["reserve_fraction"],
+                              reserve_seed=config["filter"]["seed"], threads=threads, early=early)  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr[-2000:]
         return out, early

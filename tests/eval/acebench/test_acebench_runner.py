@@ -1,10 +1,10 @@
-"""The runner end to end: an oracle generator scores 100%; the CLI runs a tiny model and writes the card."""
+"""The runner end to end: an oracle generator scores 100%; the score_acebench job runs a tiny model and
+writes the card."""
 
 import json
 
 import pytest
 
-from toolcall_repro.eval.acebench.__main__ import main
 from toolcall_repro.eval.acebench.aggregate import summarise_seeds
 from toolcall_repro.eval.acebench.data import load_category
 from toolcall_repro.eval.acebench.runner import run_categories
@@ -31,15 +31,19 @@ def test_oracle_generation_scores_100_percent_end_to_end(data_dir, oracle):
     assert 3 in generate.seeds and len(set(generate.seeds)) > 2  # agent steps get their own seeds
 
 
-def test_cli_runs_a_tiny_model_and_summarises_seeds(data_dir, tiny_model_dir, tmp_path, protocol_json):
+def ace_config(protocol: str, categories: list[str], limit: int = 1) -> dict:
+    return {"acebench": {"source": "local", "categories": categories, "limit": limit, "simulator": "scripted"},
+            "protocol": json.loads(protocol), "model": {"tag": "base", "source": "base"}}  # fmt: skip
+
+
+def test_the_job_runs_a_tiny_model_and_summarises_seeds(data_dir, tiny_model_dir, tmp_path, protocol_json, run_stage):
     out = tmp_path / "seed1.json"
-    argv = [
-        "--data-dir", str(data_dir), "--model", str(tiny_model_dir), "--protocol", protocol_json(),
-        "--seed", "1", "--categories", "normal_atom_bool,special_irrelevant,agent_multi_step,agent_multi_turn",
-        "--limit", "1", "--simulator", "scripted", "--backend", "transformers", "--threads", "1",
-        "--max-agent-messages", "4", "--out", str(out), "--generations", str(tmp_path / "gen1.jsonl"),
-    ]  # fmt: skip
-    assert main(argv) == 0
+    categories = ["normal_atom_bool", "special_irrelevant", "agent_multi_step", "agent_multi_turn"]
+    run_stage(
+        "score_acebench", input={"model": str(tiny_model_dir), "data": str(data_dir)},
+        output={"score": str(out), "generations": str(tmp_path / "gen1.jsonl"), "manifest": str(tmp_path / "m1.json")},
+        config=ace_config(protocol_json(), categories), seeds={"eval": 1}, threads=1, max_agent_messages=4,
+    )  # fmt: skip
     doc = json.loads(out.read_text())
     card = doc["card"]
     assert card["benchmark"] == "acebench" and card["seed"] == 1 and card["protocol_id"] == "stronger"
@@ -82,63 +86,50 @@ def test_cli_runs_a_tiny_model_and_summarises_seeds(data_dir, tiny_model_dir, tm
     other["summary"]["overall"] = doc["summary"]["overall"] + 0.5
     (tmp_path / "seed2.json").write_text(json.dumps(other))
     summary_path = tmp_path / "summary.json"
-    assert (
-        main(["summarise", "--inputs", str(out), str(tmp_path / "seed2.json"), "--out", str(summary_path)])
-        == 0
-    )
+    run_stage(
+        "summarise_acebench", input={"seeds": [str(out), str(tmp_path / "seed2.json")]},
+        output={"summary": str(summary_path), "manifest": str(tmp_path / "m_summary.json")},
+        config={"seeds": [1, 2]}, seeds={"eval": [1, 2]},
+    )  # fmt: skip
     summary = json.loads(summary_path.read_text())
     assert summary["seeds"] == [1, 2]
     assert summary["metrics"]["overall"]["mean"] == pytest.approx(doc["summary"]["overall"] + 0.25)
     assert summary["metrics"]["fixed/overall"]["mean"] == pytest.approx(doc["summary_fixed"]["overall"])
 
 
-def test_cli_scores_through_vllm_as_score_acebench_runs_at_paper_scale(
-    data_dir, tiny_model_dir, tmp_path, protocol_json, fake_vllm
+def test_the_job_scores_through_vllm_as_score_acebench_runs_at_paper_scale(
+    data_dir, tiny_model_dir, tmp_path, protocol_json, fake_vllm, run_stage
 ):
-    """Paper scale: the protocol's backend is vllm and the rule passes --threads; vLLM 0.24.0's constructor
+    """Paper scale: the protocol's backend is vllm and the rule passes threads; vLLM 0.24.0's constructor
     (the `fake_vllm` stand-in) has no `threads` keyword."""
     out = tmp_path / "seed0.json"
-    argv = ["--data-dir", str(data_dir), "--model", str(tiny_model_dir), "--protocol", protocol_json(backend="vllm"),
-            "--seed", "0", "--categories", "normal_atom_bool", "--limit", "1", "--threads", "2", "--out", str(out)]  # fmt: skip
-    assert main(argv) == 0
+    run_stage(
+        "score_acebench", input={"model": str(tiny_model_dir), "data": str(data_dir)},
+        output={"score": str(out), "manifest": str(tmp_path / "m.json")},
+        config=ace_config(protocol_json(backend="vllm"), ["normal_atom_bool"]), seeds={"eval": 0}, threads=2,
+    )  # fmt: skip
     (llm,) = fake_vllm.LLM.instances
     assert llm.calls and llm.engine_args.model == str(tiny_model_dir)
     assert json.loads(out.read_text())["categories"]["normal_atom_bool"]["total"] == 1
 
 
-def test_score_and_summarise_jobs_write_what_the_cli_writes(
-    data_dir, tiny_model_dir, tmp_path, protocol_json, run_stage
-):
-    """score_acebench through the job entry (categories, limit, simulator read typed from the spec's
-    evaluate.acebench; protocol a dict) scores as the CLI; summarise_acebench summarises as the CLI."""
-    protocol = json.loads(protocol_json())
-    categories = ["normal_atom_bool", "special_irrelevant"]
-    cli = tmp_path / "cli" / "seed1.json"
-    argv = ["--data-dir", str(data_dir), "--model", str(tiny_model_dir), "--protocol", json.dumps(protocol),
-            "--seed", "1", "--categories", ",".join(categories), "--limit", "1", "--simulator", "scripted",
-            "--backend", "transformers", "--threads", "1", "--out", str(cli)]  # fmt: skip
-    assert main(argv) == 0
-    config = {
-        "acebench": {"source": "local", "categories": categories, "limit": 1, "simulator": "scripted"},
-        "protocol": protocol,
-        "model": {"tag": "base", "source": "base"},
-    }
-    out = tmp_path / "job" / "seed1.json"
-    manifest = run_stage(
-        "score_acebench", input={"model": str(tiny_model_dir), "data": str(data_dir)},
-        output={"score": str(out), "manifest": str(tmp_path / "manifests" / "score_acebench" / "base-stronger-1.json")},
-        config=config, seeds={"eval": 1}, threads=1,
-    )  # fmt: skip
-    assert json.loads(out.read_text()) == json.loads(cli.read_text())
-    assert manifest["config"] == config and manifest["seeds"] == {"eval": 1}
-    summary = tmp_path / "job" / "summary.json"
-    run_stage(
-        "summarise_acebench", input={"seeds": [str(out)]},
-        output={"summary": str(summary), "manifest": str(tmp_path / "manifests" / "summarise_acebench" / "s.json")},
-        config={"seeds": [1]}, seeds={"eval": [1]},
-    )  # fmt: skip
-    assert main(["summarise", "--inputs", str(cli), "--out", str(tmp_path / "cli" / "summary.json")]) == 0
-    assert json.loads(summary.read_text()) == json.loads((tmp_path / "cli" / "summary.json").read_text())
+def test_score_acebench_reads_its_knobs_typed_from_the_spec(data_dir, tiny_model_dir, tmp_path, protocol_json, run_stage):
+    """score_acebench through the job entry: categories, limit, simulator read typed from the spec's
+    evaluate.acebench, the protocol a dict; the same spec twice gives the same bytes."""
+    config = ace_config(protocol_json(), ["normal_atom_bool", "special_irrelevant"])
+    outs = []
+    for name in ("a", "b"):
+        out = tmp_path / name / "seed1.json"
+        manifest = run_stage(
+            "score_acebench", input={"model": str(tiny_model_dir), "data": str(data_dir)},
+            output={"score": str(out), "manifest": str(tmp_path / name / "m.json")},
+            config=config, seeds={"eval": 1}, threads=1,
+        )  # fmt: skip
+        outs.append(out.read_bytes())
+        assert manifest["config"] == config and manifest["seeds"] == {"eval": 1}
+    doc = json.loads(outs[0])
+    assert set(doc["categories"]) == {"normal_atom_bool", "special_irrelevant"} and doc["card"]["seed"] == 1
+    assert outs[0] == outs[1]
 
 
 def test_both_checkers_score_every_run_and_differ_on_ground_truth_as_upstream_does(data_dir, oracle):
@@ -151,14 +142,18 @@ def test_both_checkers_score_every_run_and_differ_on_ground_truth_as_upstream_do
     assert scores[category]["accuracy"] < 1.0
 
 
-def test_cli_reports_bad_input_clearly(data_dir, tmp_path, capsys, protocol_json):
-    argv = ["--data-dir", str(tmp_path / "absent"), "--model", "m", "--protocol", protocol_json(), "--seed", "0",
-            "--out", str(tmp_path / "x.json")]  # fmt: skip
-    assert main(argv) == 2 and "no ACEBench data folder" in capsys.readouterr().err
-    argv[1] = str(data_dir)
-    assert main([*argv, "--categories", "normal_atom_float"]) == 2
+def test_the_job_reports_bad_input_clearly(data_dir, tmp_path, capsys, protocol_json):
+    from toolcall_repro.job import hand_job, run
+
+    def score(data, protocol, categories):
+        return run(hand_job("score_acebench", inputs=[f"data={data}", "model=m"], outputs=[f"score={tmp_path / 'x.json'}"],
+                            config=json.dumps(ace_config(protocol, categories)), seeds=["eval=0"], options=["threads=1"]))  # fmt: skip
+
+    assert score(tmp_path / "absent", protocol_json(), "all") == 2
+    assert "no ACEBench data folder" in capsys.readouterr().err
+    assert score(data_dir, protocol_json(), ["normal_atom_float"]) == 2
     assert "unknown ACEBench category" in capsys.readouterr().err
-    assert main([*argv[:4], "--protocol", protocol_json(system_prompt="nope"), *argv[6:]]) == 2
+    assert score(data_dir, protocol_json(system_prompt="nope"), "all") == 2
     assert "unknown system prompt" in capsys.readouterr().err
 
 

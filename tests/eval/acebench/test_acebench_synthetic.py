@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from toolcall_repro.eval.acebench.__main__ import main
+from toolcall_repro.cli import main
 from toolcall_repro.eval.acebench.data import CATEGORIES, load_category
 from toolcall_repro.eval.acebench.runner import run_categories
 from toolcall_repro.eval.acebench.scoring import ground_truth_outputs, score_category
@@ -15,7 +15,8 @@ from toolcall_repro.eval.acebench.synthetic import synthesize
 @pytest.fixture(scope="module")
 def twins(tmp_path_factory):
     out = tmp_path_factory.mktemp("ace") / "data_en"
-    assert main(["synthesize", "--out", str(out), "--rows", "4", "--seed", "7"]) == 0
+    assert main(["stage", "synthesize_acebench", "--out", f"data={out}", "--config", '{"synthetic": {"rows": 4}}',
+                 "--seed", "data=7"]) == 0  # fmt: skip
     return out
 
 
@@ -34,9 +35,9 @@ def test_every_category_is_written_in_acebench_layout(twins):
     assert turns[1]["question"].startswith(turns[0]["question"])  # the second turn carries the first
 
 
-def test_synthesize_and_download_jobs_write_the_clis_folders(twins, tmp_path, run_stage):
+def test_synthesize_and_download_jobs_write_the_same_folders(twins, tmp_path, run_stage):
     """synthesize_acebench and download_acebench through the job entry: rows and seed (repo and commit)
-    from the spec, the same folder as the CLI's, the manifest recording the spec."""
+    from the spec, the same folder as the hand run's (`twins`), the manifest recording the spec."""
     out = tmp_path / "synthetic"
     manifest = run_stage(
         "synthesize_acebench", input={},

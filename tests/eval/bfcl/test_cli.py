@@ -1,4 +1,5 @@
-"""The CLI end to end on a tiny random Qwen2 model: run (generate + score), score, summarise."""
+"""The BFCL jobs end to end on a tiny random Qwen2 model, by hand as `toolcall-repro stage` runs them:
+generate_bfcl, score_bfcl, summarise_bfcl."""
 
 import json
 import os
@@ -7,7 +8,8 @@ import sys
 
 import pytest
 
-from toolcall_repro.eval.bfcl.__main__ import main, parse_protocol
+from toolcall_repro.eval.bfcl.jobs import parse_protocol
+from toolcall_repro.job import hand_job, run
 
 CATEGORIES = "simple_python,irrelevance,live_simple"
 PROTOCOL = {
@@ -22,34 +24,52 @@ PROTOCOL = {
 }
 
 
-def _run_args(model_dir, work, out, seed):
-    return [
-        "run",
-        "--model-dir", str(model_dir),
-        "--model-tag", "base",
-        "--protocol", json.dumps({**PROTOCOL, "seed": seed}),
-        "--seed", str(seed),
-        "--categories", CATEGORIES,
-        "--limit", "2",
-        "--work-dir", str(work),
-        "--out", str(out),
-        "--threads", "1",
-    ]  # fmt: skip
+def _generate_args(model_dir, results, seed):
+    config = {"bfcl": {"categories": CATEGORIES.split(","), "limit": 2}, "protocol": {**PROTOCOL, "seed": seed},
+              "model": {"tag": "base"}}  # fmt: skip
+    return ["generate_bfcl", "--in", f"model={model_dir}", "--out", f"results={results}",
+            "--config", json.dumps(config), "--seed", f"eval={seed}", "--option", "threads=1"]  # fmt: skip
+
+
+def _score_args(results, out, seed):
+    return ["score_bfcl", "--in", f"results={results}", "--out", f"score={out}",
+            "--config", json.dumps({"protocol": {**PROTOCOL, "seed": seed}}), "--seed", f"eval={seed}"]  # fmt: skip
+
+
+def stage(argv) -> int:
+    """One job in this process, as `toolcall-repro stage` builds it."""
+    name, args = argv[0], argv[1:]
+    pairs = {"--in": [], "--out": [], "--seed": [], "--option": []}
+    config = None
+    for flag, value in zip(args[::2], args[1::2], strict=True):
+        if flag == "--config":
+            config = value
+        else:
+            pairs[flag].append(value)
+    return run(hand_job(name, inputs=pairs["--in"], outputs=pairs["--out"], config=config,
+                        seeds=pairs["--seed"], options=pairs["--option"]))  # fmt: skip
+
+
+def summarise(inputs, out) -> int:
+    return stage(["summarise_bfcl", *[a for i in inputs for a in ("--in", f"seeds={i}")], "--out", f"summary={out}"])
 
 
 @pytest.fixture(scope="module")
 def two_seeds(tiny_model_dir, tmp_path_factory):
+    """Seed 0 through the real command line (a process whose BFCL_PROJECT_ROOT is not usable: the job sets
+    its own), seed 1 in this process."""
     root = tmp_path_factory.mktemp("bfcl_cli")
     env = {**os.environ, "BFCL_PROJECT_ROOT": "/nonexistent/must-be-replaced"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "toolcall_repro.eval.bfcl", *_run_args(tiny_model_dir, root / "w0", root / "seed0.json", 0)],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    for argv in (_generate_args(tiny_model_dir, root / "w0" / "results", 0),
+                 _score_args(root / "w0" / "results", root / "seed0.json", 0)):  # fmt: skip
+        proc = subprocess.run([sys.executable, "-m", "toolcall_repro.cli", "stage", *argv],
+                              env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
     mp = pytest.MonkeyPatch()
     mp.setenv("BFCL_PROJECT_ROOT", os.environ.get("BFCL_PROJECT_ROOT", ""))
     try:
-        assert main(_run_args(tiny_model_dir, root / "w1", root / "seed1.json", 1)) == 0
+        assert stage(_generate_args(tiny_model_dir, root / "w1" / "results", 1)) == 0
+        assert stage(_score_args(root / "w1" / "results", root / "seed1.json", 1)) == 0
     finally:
         mp.undo()
     return root
@@ -83,19 +103,7 @@ def test_score_file_follows_the_contract_and_carries_the_card(two_seeds):
 
 def test_summarise_gives_mean_std_per_seed(two_seeds):
     out = two_seeds / "summary.json"
-    assert (
-        main(
-            [
-                "summarise",
-                "--inputs",
-                str(two_seeds / "seed0.json"),
-                str(two_seeds / "seed1.json"),
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert summarise([two_seeds / "seed0.json", two_seeds / "seed1.json"], out) == 0
     summary = json.loads(out.read_text())
     assert summary["seeds"] == [0, 1]
     per_seed = [json.loads((two_seeds / f"seed{s}.json").read_text())["summary"]["non_live"] for s in (0, 1)]
@@ -118,8 +126,7 @@ def test_mean_input_tokens_is_the_mean_first_query_count_of_the_result_lines(two
         assert doc["categories"][category]["mean_input_tokens"] == pytest.approx(sum(cs) / len(cs))
     assert "mean_input_tokens" in doc["card"]["aggregation"]["formulas"]
     summary = two_seeds / "tokens_summary.json"
-    assert main(["summarise", "--inputs", str(two_seeds / "seed0.json"), str(two_seeds / "seed1.json"),
-                 "--out", str(summary)]) == 0  # fmt: skip
+    assert summarise([two_seeds / "seed0.json", two_seeds / "seed1.json"], summary) == 0
     metric = json.loads(summary.read_text())["metrics"]["mean_input_tokens"]
     # the first prompt does not depend on the sampling seed
     assert metric["per_seed"] == [doc["summary"]["mean_input_tokens"]] * 2 and metric["std"] == 0.0
@@ -129,42 +136,18 @@ def test_rescoring_is_deterministic_and_checks_the_protocol(two_seeds, monkeypat
     monkeypatch.setenv("BFCL_PROJECT_ROOT", os.environ.get("BFCL_PROJECT_ROOT", ""))
     again = two_seeds / "again.json"
     results = two_seeds / "w0" / "results"
-    assert (
-        main(
-            [
-                "score",
-                "--results",
-                str(results),
-                "--protocol",
-                json.dumps({**PROTOCOL, "seed": 0}),
-                "--out",
-                str(again),
-            ]
-        )
-        == 0
-    )
+    assert stage(_score_args(results, again, 0)) == 0
     first = json.loads((two_seeds / "seed0.json").read_text())
     assert json.loads(again.read_text()) == first
     with pytest.raises(ValueError, match="generated under protocol"):
-        main(
-            [
-                "score",
-                "--results",
-                str(results),
-                "--protocol",
-                json.dumps({**PROTOCOL, "seed": 1}),
-                "--out",
-                str(again),
-            ]
-        )
+        stage(_score_args(results, two_seeds / "again1.json", 1))
 
 
-def test_generate_then_score_bfcl_jobs_give_the_clis_scores_and_record_their_specs(
+def test_generate_then_score_bfcl_jobs_give_the_same_scores_and_record_their_specs(
     two_seeds, tiny_model_dir, run_stage, monkeypatch
 ):
-    """generate_bfcl (typed limit from config, protocol as a dict) writes the raw results, score_bfcl scores
-    them into the CLI's entries; the summarise job gives the CLI's summary; each manifest records the
-    spec's config, seeds and options."""
+    """generate_bfcl (a per-category limit) writes the raw results, score_bfcl scores them into the
+    entries of the command-line run; each manifest records the spec's config, seeds and options."""
     monkeypatch.setenv("BFCL_PROJECT_ROOT", os.environ.get("BFCL_PROJECT_ROOT", ""))
     root = two_seeds / "job"
     config = {
@@ -213,7 +196,7 @@ def test_generate_then_score_bfcl_jobs_give_the_clis_scores_and_record_their_spe
         output={"summary": summary, "manifest": str(root / "manifests" / "summarise_bfcl" / "base-default.json")},
         config={"seeds": [0, 1]}, seeds={"eval": [0, 1]},
     )  # fmt: skip
-    assert main(["summarise", "--inputs", *inputs, "--out", str(root / "cli_summary.json")]) == 0
+    assert summarise(inputs, root / "cli_summary.json") == 0
     assert json.loads((root / "summary.json").read_text()) == json.loads(
         (root / "cli_summary.json").read_text()
     )

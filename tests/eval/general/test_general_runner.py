@@ -13,9 +13,10 @@ from toolcall_repro.eval.general.tasks import LOCAL_TASK
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """check_general_capability by hand (`toolcall-repro stage`), a process of its own, offline."""
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     return subprocess.run(
-        [sys.executable, "-m", "toolcall_repro.eval.general", *args],
+        [sys.executable, "-m", "toolcall_repro.cli", "stage", "check_general_capability", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -42,18 +43,15 @@ def rl_model(tiny_model_dir, tmp_path_factory) -> str:
 
 
 def test_local_task_base_vs_rl_end_to_end(tiny_model_dir, rl_model, samples_parquet, tmp_path):
-    """The CLI runs lm-eval's hf backend offline on the local task; the table compares base and RL."""
+    """The job runs lm-eval's hf backend offline on the local task; the table compares base and RL."""
     outs = {}
-    # The second run spells its options as the Snakemake rule does (--local-source, --backend transformers).
-    for tag, model, data_flag, backend in (
-        ("base", str(tiny_model_dir), "--data", "hf"),
-        ("rl-multi", rl_model, "--local-source", "transformers"),
-    ):
+    # The second run names the backend as the rule does (engines.generation: transformers = hf).
+    for tag, model, backend in (("base", str(tiny_model_dir), "hf"), ("rl-multi", rl_model, "transformers")):
         out = tmp_path / "eval" / "general" / tag
         proc = run_cli(
-            *("--model-dir", model, "--model-tag", tag, "--tasks", "local", "--num-fewshot", "1"),
-            *("--seed", "7", "--limit", "8", data_flag, samples_parquet, "--backend", backend),
-            *("--batch-size", "4", "--out", str(out)),
+            *("--in", f"model={model}", "--in", f"samples={samples_parquet}", "--seed", "eval=7"),
+            *("--config", json.dumps({"general": {"tasks": "local", "num_fewshot": 1, "limit": 8}})),
+            *("--option", f"backend={backend}", "--out", f"summary={out / 'summary.json'}"),
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
         outs[tag] = out
@@ -95,7 +93,7 @@ def test_check_general_capability_job_runs_the_harness_from_the_spec(
     tiny_model_dir, samples_parquet, tmp_path, run_stage
 ):
     """The job reads tasks, shots, limit from evaluate.general, the harness seed from seeds.eval and the
-    backend as an option (engines.generation: transformers = hf), as the rule's CLI call passed them."""
+    backend as an option (engines.generation: transformers = hf), as the rule passes them."""
     config = {
         "general": {"tasks": "local", "num_fewshot": 1, "limit": 4, "models": ["base"]},
         "model": {"tag": "base", "source": "base"},
@@ -111,7 +109,7 @@ def test_check_general_capability_job_runs_the_harness_from_the_spec(
     card = summary["card"]
     assert card["seeds"] == {"random": 7, "numpy": 7, "torch": 7, "fewshot": 7} and card["num_fewshot"] == 1
     assert card["limit"] == 4 and card["backend"] == "hf" and card["batch_size"] == 8
-    assert card["model_dir"] == str(tiny_model_dir) and card["model_tag"] is None  # as the CLI call left it
+    assert card["model_dir"] == str(tiny_model_dir) and card["model_tag"] is None  # as the rule leaves it
     assert {r["n_samples"] for r in summary["results"]} == {4}
     assert (out / "results.json").is_file()
     assert manifest["config"] == config and manifest["seeds"] == {"eval": 7}
@@ -119,7 +117,7 @@ def test_check_general_capability_job_runs_the_harness_from_the_spec(
 
 
 def test_local_task_without_data_is_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="needs --data"):
+    with pytest.raises(ValueError, match="needs data files"):
         run_general_eval(str(tmp_path / "model"), ["local"], tmp_path / "o", num_fewshot=0, seed=0)
 
 

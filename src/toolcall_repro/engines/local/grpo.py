@@ -1,21 +1,19 @@
 """GRPO on the CPU for the embedded default (verl cannot train on a CPU; its loss and advantage are
 reproduced exactly by `toolcall_repro.rl`). Variants differ only in the filter and down-sampling config.
 
-    python -m toolcall_repro.engines.local.grpo --train T.parquet --heldout H.parquet --base MODEL_DIR \
-        --config JSON_OR_YAML --out DIR --seed S --threads T [--setting S] [--variant V] [--resume]
+The train_grpo job calls `train_grpo` here for the local engine (`engines.train`); by hand:
+`toolcall-repro stage train_grpo --describe`.
 
 One step: take the next batch of the epoch's active set, sample n responses per prompt (prompt KV cache
 shared by the n), score them, update streaks, pick the rows to back-propagate (all n, or m of them),
 compute GRPO advantages, a token-mean clipped update in `ppo_mini_batches` optimizer steps. Checkpoints every `checkpoint_every` steps with
-held-out accuracy; `--resume` continues from the newest checkpoint with identical later metrics.
+held-out accuracy; `resume` continues from the newest checkpoint with identical later metrics.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +21,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from toolcall_repro.configarg import load_config_arg
 from toolcall_repro.engines.fingerprint import run_fingerprint
 from toolcall_repro.engines.local.checkpoint import (
     checkpoint_fingerprint,
@@ -31,7 +28,7 @@ from toolcall_repro.engines.local.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from toolcall_repro.engines.local.config import GRPOConfig, parse_config
+from toolcall_repro.engines.local.config import GRPOConfig
 from toolcall_repro.engines.local.model import load_policy, save_hf_dir, set_threads
 from toolcall_repro.engines.local.prompts import PromptRecord, build_prompts, load_samples
 from toolcall_repro.engines.local.rollout import sample_groups
@@ -382,24 +379,18 @@ def train_grpo(
     out: str,
     seed: int,
     threads: int | None = None,
-    setting: str | None = None,
-    variant: str | None = None,
     resume: bool = False,
     log=print,
 ) -> dict:
     """One GRPO run from the typed run config (parse_config); writes the run's outputs under out.
 
-    The CLI (main) and the train_grpo job (engines.train.train_grpo) both call this. threads: torch's thread
+    The train_grpo job (engines.train.train_grpo) calls this. threads: torch's thread
     count (None: leave it as set); resume: continue from the newest checkpoint of the same run.
     """
     cfg = config
     if threads is not None:
         set_threads(threads)
-    for key, flag in (("setting", setting), ("variant", variant)):
-        value = getattr(cfg, key)
-        if flag and value and flag != value:
-            raise ValueError(f"--{key} {flag} disagrees with the config's {key} {value}")
-    variant = variant or cfg.variant
+    variant = cfg.variant
     model, tokenizer = load_policy(base)
     thinking = cfg.enable_thinking
     train_records, dropped_train = build_prompts(load_samples([train]), tokenizer, cfg.max_prompt_tokens, thinking)
@@ -410,9 +401,9 @@ def train_grpo(
     if not train_records:
         raise ValueError(f"{train}: no training prompt fits max_prompt_tokens={cfg.max_prompt_tokens}")
     settings = {r.setting for r in train_records}
-    setting = setting or cfg.setting or (settings.pop() if len(settings) == 1 else None)
+    setting = cfg.setting or (settings.pop() if len(settings) == 1 else None)
     if setting is None:
-        raise ValueError(f"{train} mixes settings {sorted(settings)}: pass --setting")
+        raise ValueError(f"{train} mixes settings {sorted(settings)}: name the run config's setting")
     out_dir = Path(out)
     trainer = GRPOTrainer(
         cfg, model, tokenizer, train_records, heldout_records, reward_for_setting(setting), seed, out_dir
@@ -440,53 +431,6 @@ def train_grpo(
     return summary
 
 
-def run(args: argparse.Namespace, log=print) -> dict:
-    """train_grpo from parsed CLI arguments (`--config` JSON or file); threads as already set."""
-    return train_grpo(
-        train=args.train,
-        heldout=args.heldout,
-        base=args.base,
-        config=parse_config(load_config_arg(args.config)),
-        out=args.out,
-        seed=args.seed,
-        setting=args.setting,
-        variant=args.variant,
-        resume=args.resume,
-        log=log,
-    )
-
-
 def summary_line(summary: dict) -> str:
     """The line a finished run prints (steps, held-out accuracy, time)."""
     return json.dumps({k: summary[k] for k in ("steps", "heldout_accuracy", "time/cumulative_s")})
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="GRPO on the CPU (the embedded default's trainer).")
-    p.add_argument("--train", required=True, help="normalised training samples (parquet)")
-    p.add_argument(
-        "--heldout", required=True, help="held-out samples (parquet); the first heldout_size are used"
-    )
-    p.add_argument("--base", required=True, help="HF model directory to start from")
-    p.add_argument(
-        "--config", required=True, help="merged train.settings.<s> + train.variants.<v>: JSON or file"
-    )
-    p.add_argument(
-        "--out", required=True, help="run directory (metrics.jsonl, curve.jsonl, checkpoints/, final/)"
-    )
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--setting", choices=["single_turn", "multi_turn"])
-    p.add_argument("--variant")
-    p.add_argument(
-        "--resume", action="store_true", help="continue from the newest checkpoint if there is one"
-    )
-    args = p.parse_args(argv)
-    set_threads(args.threads)
-    summary = run(args, log=lambda msg: print(msg, flush=True))
-    print(summary_line(summary))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

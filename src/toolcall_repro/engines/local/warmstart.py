@@ -7,8 +7,7 @@ so multi-turn samples teach several calls per forward pass. Measured on the embe
 ~40% mixed after 600 steps and ~55% after 800 (single-turn reward 0 before ~400 steps), measured
 on all samples before the reserve existed; after the filters, GRPO's first epoch is 64-70% mixed.
 
-    python -m toolcall_repro.engines.local.warmstart --train A.parquet [B.parquet ...] --out MODEL_DIR \
-        --config JSON_OR_YAML --seed S --reserve-fraction F --reserve-seed S2 --threads T
+The warmstart_base_model job (`toolcall-repro stage warmstart_base_model --describe` says what it reads).
 
 Reserved conversations (`toolcall_repro.data.split`) are left out of the tokenizer and the supervised
 steps: the filters draw their held-out splits from them, so held-out accuracy is on prompts the model
@@ -17,11 +16,9 @@ never saw.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +28,6 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from toolcall_repro.configarg import load_config_arg
 from toolcall_repro.data.filters import ids_digest
 from toolcall_repro.data.schema import Sample
 from toolcall_repro.data.split import partition
@@ -263,41 +259,3 @@ def warmstart_base_model(j) -> None:
         threads=int(j.config["engines.warmstart_threads"]),
         early_out=j.output.get("early"),
     )
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Build and warm-start the tiny base model.")
-    parser.add_argument("--train", nargs="+", required=True, help="normalised sample parquet files")
-    parser.add_argument("--out", required=True, help="HF model directory to write")
-    parser.add_argument(
-        "--config", required=True, help="the model.tiny subtree: inline JSON or a JSON/YAML file"
-    )
-    parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument(
-        "--reserve-fraction",
-        type=float,
-        required=True,
-        help="filter.reserve_fraction: reserved conversations (data.split) are kept out of the warm start",
-    )
-    parser.add_argument("--reserve-seed", type=int, required=True, help="filter.seed")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument(
-        "--early-out",
-        help="also save the model after model.tiny.early_step steps here (a weaker filter policy)",
-    )
-    args = parser.parse_args(argv)
-    build_base_model(
-        train=args.train,
-        out=args.out,
-        tiny=load_config_arg(args.config),
-        seed=args.seed,
-        reserve_fraction=args.reserve_fraction,
-        reserve_seed=args.reserve_seed,
-        threads=args.threads,
-        early_out=args.early_out,
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

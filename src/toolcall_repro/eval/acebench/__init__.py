@@ -1,7 +1,7 @@
 """ACEBench (English, all 17 categories): data, scoring as ACEBench defines it, agent worlds, runner.
 
 Public API: `load_category`, `score_category`, `summarise`, `ground_truth_outputs`, `CategoryScore`;
-the CLI is `python -m toolcall_repro.eval.acebench` (see __main__.py).
+the jobs (download, synthesize, score, summarise) are in jobs.py.
 """
 
 from toolcall_repro.eval.acebench.data import (

@@ -1,6 +1,7 @@
 """Fetch lm-eval's task data on the submit host (paper scale), for compute nodes that are offline.
 
-`python -m toolcall_repro.eval.general.fetch --tasks mmlu,hellaswag,... --revisions JSON --out record.json`
+The download_lm_eval_data job: `toolcall-repro stage download_lm_eval_data --config '{"tasks": "mmlu,...",
+"revisions": {...}}' --out record=record.json`.
 
 lm-eval builds every task of the list (each MMLU subject, ...) and each task loads its dataset with
 `datasets.load_dataset`. Run online, with the HF_HOME the compute nodes share, lm-eval's own task
@@ -11,9 +12,7 @@ back. lm-eval's task files pin no revision, so each load gets the revision confi
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from unittest import mock
@@ -91,17 +90,3 @@ def fetch(tasks: str, revisions: dict, out: str) -> dict:
 def download_lm_eval_data(j) -> None:
     """The download_lm_eval_data job (toolcall_repro.job): config {"tasks": "a,b", "revisions": {...}}."""
     fetch(j.config["tasks"], j.config["revisions"], j.out("record"))
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolcall_repro.eval.general.fetch", description=__doc__)
-    p.add_argument("--tasks", required=True, help="comma list of lm-eval task or group names")
-    p.add_argument("--revisions", required=True, help="JSON {hub dataset id: revision}")
-    p.add_argument("--out", required=True, help="record JSON to write")
-    a = p.parse_args(argv)
-    fetch(a.tasks, json.loads(a.revisions), a.out)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -80,7 +80,7 @@ def harness_metrics(results: dict, tasks: Sequence[str]) -> list[dict]:
 def build_local_task(data_files: Sequence[str], out_dir: Path, *, seed: int, num_choices: int) -> dict:
     """Write the local task (YAML + JSONL) into out_dir/task; return its description for the card."""
     if not data_files:
-        raise ValueError("the local task needs --data (normalised or training parquet files)")
+        raise ValueError("the local task needs data files (input.samples: normalised or training parquet files)")
     samples = [s for f in data_files for s in read_samples(f)]
     docs = tool_choice_docs(samples, num_choices=num_choices, seed=seed)
     if not docs.test:

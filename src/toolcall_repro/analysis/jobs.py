@@ -1,8 +1,7 @@
-"""CLI: `python -m toolcall_repro.analysis {tables,figures,efficiency} --run-dir results/<run> --out-dir DIR
-[--inputs FILE ...] [--speedup tables/csv/speedup.csv] [--config JSON|FILE]`.
+"""The analysis jobs: tables, figures and the efficiency report of a run.
 
-With `--inputs` (the rule's declared inputs) nothing else under the run directory is read; the figures
-take the speedup table as make_tables wrote it (`--speedup`) instead of building it again.
+With `inputs` (the rule's declared inputs) nothing else under the run directory is read; the figures
+take the speedup table as make_tables wrote it instead of building it again.
 
 The rules run `make_tables`, `make_figures` and `report_efficiency` through the job entry (toolcall_repro.job):
 the inputs are the rule's own, the output folder that of its `index`, the config the rule's subtree.
@@ -10,13 +9,9 @@ the inputs are the rule's own, the output folder that of its `index`, the config
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 
 import matplotlib
-
-from toolcall_repro.configarg import load_config_arg
 
 
 def _headless() -> None:
@@ -32,7 +27,7 @@ def units(config: dict, run_dir: str) -> dict:
         from toolcall_repro.experiment import Experiment
 
         return Experiment(config, run_dir).analysis_units()
-    raise ValueError("--config: give the pipeline config (config/config.yaml and overlays) or the rule's units")
+    raise ValueError("config: give the pipeline config (config/config.yaml and overlays) or the rule's units")
 
 
 def _results(run_dir: str, config: dict, inputs: list[str] | None):
@@ -90,61 +85,36 @@ def efficiency(run_dir: str, out_dir: str, config: dict, inputs: list[str] | Non
     return write_report(run_dir, out_dir, config, inputs=inputs)
 
 
-def _job_paths(j) -> tuple[str, str, list[str]]:
-    """run_dir, the output folder (that of output.index) and every declared input of an analysis job."""
-    return j.option("run_dir"), os.path.dirname(j.out("index")), list(j.files.get("input", []))
+def _job_paths(j) -> tuple[str, str, list[str] | None]:
+    """run_dir, the output folder (that of output.index) and every declared input of an analysis job; a job
+    with no input (run by hand) reads the whole run tree."""
+    run_dir = j.option("run_dir")
+    if not os.path.isdir(run_dir):
+        raise FileNotFoundError(f"no run directory {run_dir}")
+    return run_dir, os.path.dirname(j.out("index")), list(j.files.get("input", [])) or None
 
 
 def make_tables(j) -> None:
+    """Every table of a run and the claims scorecard: option run_dir, output.index (its folder gets csv/,
+    md/, html/); config the units to read (the rule's) or a whole pipeline config; input.results the
+    only files read (none: the whole run tree)."""
     run_dir, out_dir, inputs = _job_paths(j)
     written = tables(run_dir, out_dir, j.config, inputs)
     print(f"wrote {len(written)} files to {out_dir}")
 
 
 def make_figures(j) -> None:
+    """Every figure of a run, as make_tables (output.index's folder gets png/ and pdf/); input.tables_csv,
+    make_tables's csv folder, gives the speedup table (without it, the speedups are computed here)."""
     run_dir, out_dir, inputs = _job_paths(j)
-    written = figures(run_dir, out_dir, j.config, inputs, os.path.join(j.path("tables_csv"), "speedup.csv"))
+    csv = j.paths("tables_csv")
+    written = figures(run_dir, out_dir, j.config, inputs, os.path.join(csv[0], "speedup.csv") if csv else None)
     print(f"wrote {len(written)} files to {out_dir}")
 
 
 def report_efficiency(j) -> None:
+    """The efficiency experiment's report (target `efficiency`), as make_tables: config the rule's
+    {efficiency, variants, runs} or a whole pipeline config."""
     run_dir, out_dir, inputs = _job_paths(j)
     written = efficiency(run_dir, out_dir, j.config, inputs)
     print(f"wrote {len(written)} files to {out_dir}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolcall_repro.analysis")
-    p.add_argument("what", choices=["tables", "figures", "efficiency"])
-    p.add_argument("--run-dir", required=True, help="results/<run_id>")
-    p.add_argument("--out-dir", required=True, help="where the CSV/MD or PNG/PDF files and index.md go")
-    p.add_argument(
-        "--inputs", nargs="*", default=None, help="the only files to read (a rule's declared inputs)"
-    )
-    p.add_argument("--speedup", default=None, help="figures: the speedup table's CSV (make_tables's output)")
-    p.add_argument(
-        "--config",
-        default="{}",
-        help="the pipeline config (config/config.yaml, with any overlay merged) or the rule's analysis "
-        "config with its units: inline JSON or a JSON/YAML file",
-    )
-    args = p.parse_args(argv)
-    try:
-        if not os.path.isdir(args.run_dir):
-            raise FileNotFoundError(f"no run directory {args.run_dir}")
-        cfg = load_config_arg(args.config)
-        if args.what == "efficiency":
-            written = efficiency(args.run_dir, args.out_dir, cfg, args.inputs)
-        elif args.what == "tables":
-            written = tables(args.run_dir, args.out_dir, cfg, args.inputs)
-        else:
-            written = figures(args.run_dir, args.out_dir, cfg, args.inputs, args.speedup)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {len(written)} files to {args.out_dir}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,11 +1,9 @@
-"""CLI: `python -m toolcall_repro.eval.acebench ...` scores one model under one protocol and seed;
-`... summarise --inputs seed*.json --out summary.json` aggregates seeds;
-`... synthesize --out DIR --rows N --seed S` writes synthetic twins in ACEBench's schema (embedded default);
-`... download --repo URL --commit SHA --out DIR` fetches the real English data at a pinned commit."""
+"""The ACEBench jobs: score_acebench scores one model under one protocol and seed; summarise_acebench
+aggregates seeds; synthesize_acebench writes synthetic twins in ACEBench's schema (embedded default);
+download_acebench fetches the real English data at a pinned commit (by hand: `toolcall-repro stage`)."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import json
@@ -19,48 +17,6 @@ from toolcall_repro.eval.acebench.aggregate import summarise_seeds
 from toolcall_repro.eval.acebench.data import ACEBenchDataError, resolve_categories
 from toolcall_repro.eval.acebench.simulator import make_user_simulator
 from toolcall_repro.io import atomic_write_json, atomic_write_text
-
-
-def _run_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m toolcall_repro.eval.acebench", description=__doc__)
-    p.add_argument("--data-dir", required=True, help="ACEBench data_all/data_en folder")
-    p.add_argument("--model", required=True, help="HF model folder")
-    p.add_argument(
-        "--protocol",
-        required=True,
-        help="protocol as inline JSON or a JSON/YAML file (an `id` key is kept as protocol_id)",
-    )
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument(
-        "--categories", default="all", help="all, a group (normal, special, agent) or a comma list"
-    )
-    p.add_argument("--limit", type=int, default=0, help="first N entries of each category; 0 = all")
-    p.add_argument(
-        "--simulator", choices=("scripted", "openai"), default="scripted", help="user of agent_multi_turn"
-    )
-    p.add_argument(
-        "--simulator-endpoint", default=None, help="OpenAI-compatible base URL (--simulator openai)"
-    )
-    p.add_argument("--simulator-model", default=None, help="model name at that endpoint (--simulator openai)")
-    p.add_argument(
-        "--simulator-key-env", default="OPENAI_API_KEY", help="environment variable holding the key"
-    )
-    p.add_argument(
-        "--simulator-replies", type=int, default=3, help="answers the scripted user gives before finishing"
-    )
-    p.add_argument("--backend", default=None, help="generation backend (default: the protocol's)")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--max-agent-messages", type=int, default=MAX_MESSAGES)
-    p.add_argument(
-        "--max-prompt-tokens",
-        type=int,
-        default=None,
-        help="longer prompts are not generated (empty answer, counted); default: the model's context minus "
-        "max_tokens; 0 = no limit",
-    )
-    p.add_argument("--generations", default=None, help="also write every raw output here (JSONL)")
-    p.add_argument("--out", required=True)
-    return p
 
 
 def score(
@@ -83,7 +39,7 @@ def score(
     max_prompt_tokens: int | None = None,
     generations: str | None = None,
 ) -> int:
-    """Score one model under one protocol and seed into the score file `out` (the CLI's defaults).
+    """Score one model under one protocol and seed into the score file `out`.
 
     protocol: the workflow's spec (a dict, or inline JSON / a file as `--protocol` takes it; `id` kept).
     """
@@ -150,23 +106,9 @@ def score(
     return 0
 
 
-def run(argv: list[str]) -> int:
-    args = _run_parser().parse_args(argv)
-    return score(**vars(args))
-
-
 def summarise_files(inputs: list[str], out: str) -> None:
     docs = [json.loads(Path(f).read_text(encoding="utf-8")) for f in inputs]
     atomic_write_json(out, summarise_seeds(docs))
-
-
-def summarise(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolcall_repro.eval.acebench summarise")
-    p.add_argument("--inputs", nargs="+", required=True)
-    p.add_argument("--out", required=True)
-    args = p.parse_args(argv)
-    summarise_files(args.inputs, args.out)
-    return 0
 
 
 def synthesize_folder(out: str | Path, rows: int, seed: int) -> None:
@@ -188,37 +130,17 @@ def synthesize_folder(out: str | Path, rows: int, seed: int) -> None:
     print(json.dumps(counts))
 
 
-def synthesize_cmd(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolcall_repro.eval.acebench synthesize")
-    p.add_argument("--out", required=True)
-    p.add_argument("--rows", type=int, required=True, help="entries (dialogues) per category")
-    p.add_argument("--seed", type=int, required=True)
-    args = p.parse_args(argv)
-    synthesize_folder(args.out, args.rows, args.seed)
-    return 0
-
-
 def download(repo: str, commit: str, out: str) -> None:
     from toolcall_repro.eval.acebench.download import download_acebench as fetch_pinned
 
     print(json.dumps(fetch_pinned(repo, commit, out)))
 
 
-def download_cmd(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m toolcall_repro.eval.acebench download")
-    p.add_argument("--repo", required=True, help="e.g. https://github.com/<owner>/ACEBench")
-    p.add_argument("--commit", required=True, help="full 40-hex commit sha")
-    p.add_argument("--out", required=True)
-    args = p.parse_args(argv)
-    download(args.repo, args.commit, args.out)
-    return 0
-
-
 # --- the jobs of workflow/rules/evaluate.smk (toolcall_repro.job) -------------------------------------
 
 
 def _reported(fn):
-    """A job function whose bad data or config exits 2 with one line, as the CLI does."""
+    """A job function whose bad data or config exits 2 with one line."""
 
     @functools.wraps(fn)
     def wrapper(j):
@@ -234,10 +156,15 @@ def _reported(fn):
 @_reported
 def score_acebench(j) -> int:
     """The score_acebench job: config {acebench: evaluate.acebench, protocol: its spec (backend
-    included), model: {tag, ...}}; input.data is the data folder evaluate.acebench.source names."""
+    included), model: {tag, ...}}; input.data is the data folder evaluate.acebench.source names, input.model
+    the model; seeds.eval; option threads (by hand also max_agent_messages); output.score (and, if named,
+    output.generations: every raw generation as JSON lines)."""
     ace, protocol = j.config["acebench"], j.config["protocol"]
     openai = ace["simulator"] == "openai"
+    generations = j.paths("generations", "output")
     return score(
+        max_agent_messages=int(j.option("max_agent_messages", MAX_MESSAGES)),
+        generations=generations[0] if generations else None,
         data_dir=j.path("data"),
         model=j.path("model"),
         protocol=protocol,
@@ -269,22 +196,3 @@ def synthesize_acebench(j) -> None:
 def download_acebench(j) -> None:
     """The download_acebench job: config {repo, commit} (the pinned commit)."""
     download(j.config["repo"], j.config["commit"], j.out("data"))
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if argv[:1] == ["summarise"]:
-            return summarise(argv[1:])
-        if argv[:1] == ["synthesize"]:
-            return synthesize_cmd(argv[1:])
-        if argv[:1] == ["download"]:
-            return download_cmd(argv[1:])
-        return run(argv[1:] if argv[:1] == ["run"] else argv)
-    except (ACEBenchDataError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
