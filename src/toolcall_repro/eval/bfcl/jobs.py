@@ -12,7 +12,6 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
 from toolcall_repro.io import atomic_write_json
@@ -67,56 +66,6 @@ def summarise(inputs: list[str], out: str) -> None:
     atomic_write_json(out, summarise_seeds(docs), ensure_ascii=True)
 
 
-def generate_results(
-    *,
-    model_dir: str,
-    model_tag: str,
-    protocol: str | dict,
-    seed: int | None,
-    backend: str | None,
-    categories: list[str],
-    limit: int | dict | None,
-    out_dir: str | Path,
-    threads: int = 1,
-    workers: int | None = None,
-    server_url: str | None = None,
-    gpus: int = 1,
-    gpu_memory_utilization: float = 0.9,
-    vllm_bin: str | None = None,
-    serve_args: Sequence[str] = (),
-    server_timeout_s: float | None = None,
-):
-    """BFCL result files (bfcl layout) + card.json in out_dir; the Protocol they were generated under.
-
-    protocol: the workflow's spec (a dict, or inline JSON / a file as `--protocol` takes it; `id` names it).
-    BFCL_PROJECT_ROOT must point at a private folder before this first imports bfcl-eval.
-    """
-    import torch
-
-    from toolcall_repro.eval.bfcl.generate import generate
-
-    torch.set_num_threads(threads)
-    protocol_id, parsed = parse_protocol(protocol, seed, backend)
-    generate(
-        model_dir=model_dir,
-        model_tag=model_tag,
-        protocol=parsed,
-        protocol_id=protocol_id,
-        categories=categories,
-        limit=limit or None,
-        out_dir=Path(out_dir),
-        threads=threads,
-        workers=workers,
-        server_url=server_url,
-        gpus=gpus,
-        gpu_memory_utilization=gpu_memory_utilization,
-        vllm_bin=vllm_bin,
-        serve_args=serve_args,
-        server_timeout_s=server_timeout_s,
-    )
-    return parsed
-
-
 def write_score(doc: dict, out: str) -> None:
     atomic_write_json(out, doc, ensure_ascii=True)
     s = doc["summary"]
@@ -137,18 +86,23 @@ def generate_bfcl(j) -> None:
     from toolcall_repro.eval.bfcl.locate import recorded_serve_args, recorded_vllm
 
     print(f"BFCL_PROJECT_ROOT={_private_bfcl_root()}", file=sys.stderr)
-    protocol = j.config["protocol"]
+    import torch
+
+    from toolcall_repro.eval.bfcl.generate import generate
+
+    threads = int(j.option("threads"))
+    torch.set_num_threads(threads)
+    protocol_id, protocol = parse_protocol(j.config["protocol"], j.seed("eval"), j.config["protocol"]["backend"])
     location = j.paths("vllm")  # vllm protocols at paper scale: locate_vllm's record (the vLLM env's vllm)
-    generate_results(
+    generate(
         model_dir=j.path("model"),
         model_tag=j.config["model"]["tag"],
         protocol=protocol,
-        seed=j.seed("eval"),
-        backend=protocol["backend"],
+        protocol_id=protocol_id,
         categories=list(j.config["bfcl"]["categories"]),
         limit=config_limit(j.config["bfcl"]["limit"]),
-        out_dir=j.out("results"),
-        threads=int(j.option("threads")),
+        out_dir=Path(j.out("results")),
+        threads=threads,
         gpus=max(1, j.gpus),
         gpu_memory_utilization=float(j.option("gpu_memory_utilization", 0.9)),
         vllm_bin=recorded_vllm(location[0]) if location else None,
