@@ -349,7 +349,10 @@ def stage_parser():
 
 def job_from_argv(argv: list[str]) -> Job:
     """The job `toolcall-repro stage ARGV` runs (a JobError, FileNotFoundError or ValueError if bad)."""
-    args = stage_parser().parse_args(argv)
+    return _job_from_args(stage_parser().parse_args(argv))
+
+
+def _job_from_args(args) -> Job:
     return hand_job(args.stage, inputs=args.inputs, outputs=args.outputs, config=args.config,
                     seeds=args.seeds, options=args.options, gpus=args.gpus)  # fmt: skip
 
@@ -366,7 +369,7 @@ def stage_main(argv: list[str] | None = None) -> int:
                 raise JobError(f"stage {args.stage!r} is not one of {sorted(STAGES)}")
             print(f"{args.stage} ({STAGES[args.stage]}):\n{inspect.getdoc(stage_function(args.stage))}")
             return 0
-        job = job_from_argv(argv)
+        job = _job_from_args(args)
     except (JobError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

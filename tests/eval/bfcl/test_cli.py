@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from toolcall_repro.eval.bfcl.jobs import parse_protocol
-from toolcall_repro.job import hand_job, run
+from toolcall_repro.job import job_from_argv, run
 
 CATEGORIES = "simple_python,irrelevance,live_simple"
 PROTOCOL = {
@@ -38,16 +38,7 @@ def _score_args(results, out, seed):
 
 def stage(argv) -> int:
     """One job in this process, as `toolcall-repro stage` builds it."""
-    name, args = argv[0], argv[1:]
-    pairs = {"--in": [], "--out": [], "--seed": [], "--option": []}
-    config = None
-    for flag, value in zip(args[::2], args[1::2], strict=True):
-        if flag == "--config":
-            config = value
-        else:
-            pairs[flag].append(value)
-    return run(hand_job(name, inputs=pairs["--in"], outputs=pairs["--out"], config=config,
-                        seeds=pairs["--seed"], options=pairs["--option"]))  # fmt: skip
+    return run(job_from_argv(argv))
 
 
 def summarise(inputs, out) -> int:
