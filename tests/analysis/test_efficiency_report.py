@@ -12,7 +12,9 @@ from toolcall_repro.rl import StreakFilter, step_metrics
 OUTCOMES = [[0, 0, 0, 1], [1, 0, 0, 1], [1, 1, 0, 1], [1, 1, 0, 1]]  # held-out accuracy .25 .5 .75 .75
 
 
-def _run(variant, seed, step_s, update_s, time_scale, kept_rows=8, n=8):
+def _run(variant, seed, step_s, update_s, time_scale, kept_rows=8, n=8, wall_scale=None):
+    """wall_scale: the local engine's two clocks, CPU seconds as given (`timing_cpu_s/*`) and wall seconds
+    wall_scale times as long (a paused or crowded job); None: one clock, `timing_s/*` only (verl)."""
     lines = []
     for step in range(4):
         lines.append(
@@ -40,6 +42,10 @@ def _run(variant, seed, step_s, update_s, time_scale, kept_rows=8, n=8):
                 "actor/pg_clipfrac": 0.01,
             }
         )
+        if wall_scale is not None:
+            for phase in ("gen", "update_actor", "optimizer", "step"):
+                lines[-1][f"timing_cpu_s/{phase}"] = lines[-1][f"timing_s/{phase}"]
+                lines[-1][f"timing_s/{phase}"] *= wall_scale
     curve = pd.DataFrame(
         {
             "step": [0, 1, 2, 4],
@@ -85,6 +91,21 @@ def test_efficiency_table_hand_case():
         eff_table.notes
     )
     assert set(epochs.frame["epoch"]) == {0, 1} and (epochs.frame["groups"] == 8).all()
+
+
+def test_costs_are_read_on_the_cpu_clock_where_the_run_has_one():
+    # The local engine records CPU and wall seconds; a vanilla job paused or crowded to 10x its wall time
+    # costs what its CPU seconds say, the clock of the estimators' time axis (time/cumulative_device_s).
+    runs = [
+        *(_run("vanilla", s, 4.0, 3.0, 1.0, wall_scale=10.0) for s in (0, 1)),
+        *(_run("efficient", s, 2.0, 1.0, 0.5, kept_rows=4, wall_scale=1.0) for s in (0, 1)),
+    ]
+    eff_table, epochs = efficiency_tables(runs, margin=0.05, n_bootstrap=50)
+    e = eff_table.frame.set_index("variant").loc["efficient"]
+    assert e["cost_ratio"] == pytest.approx(2.0) and e["cost_ratio_max"] == pytest.approx(2.0)
+    assert e["predicted"] == pytest.approx(predicted_ratio(0.0, 0.75, 0.5))  # vanilla's u from CPU seconds
+    steps = epochs.frame.set_index(["variant", "seed", "epoch"])["step_s"]
+    assert steps.loc[("vanilla", 0, 0)] == pytest.approx(8.0) and steps.loc[("efficient", 0, 0)] == 4.0
 
 
 def test_epoch_table_shows_coverage_as_a_rounded_fraction():

@@ -48,6 +48,23 @@ def test_retention_from_transitions_and_probes(frame):
 def test_missing_keys_are_named():
     with pytest.raises(KeyError, match="timing_s/update_actor"):
         runstats.update_share(pd.DataFrame({"timing_s/step": [1.0]}))
+    with pytest.raises(KeyError, match="timing_cpu_s/update_actor"):
+        runstats.update_share(pd.DataFrame({"timing_s/step": [1.0], "timing_cpu_s/step": [1.0]}))
+
+
+def test_costs_use_cpu_seconds_where_the_run_recorded_them(frame):
+    # The local engine records both clocks; its wall seconds grow with other load and pauses.
+    m = frame(steps_per_epoch=2, epochs=2, skip=0, gen_s=1.0, update_s=3.0, m=4, n=8)
+    assert runstats.clock(m) == "timing_s"
+    for phase in ("gen", "update_actor", "optimizer", "step"):
+        m[f"timing_cpu_s/{phase}"] = m[f"timing_s/{phase}"]
+    m["timing_s/gen"] *= 7.0  # a job stopped while it generated: wall says the update share is small
+    m["timing_s/step"] = m["timing_s/gen"] + m["timing_s/update_actor"] + m["timing_s/optimizer"]
+    assert runstats.clock(m) == "timing_cpu_s"
+    t = runstats.run_totals(m)
+    assert t["update_share"] == pytest.approx(0.75) and t["step_s"] == pytest.approx(16.0)
+    assert list(runstats.step_costs(m)["gen_s"]) == [1.0] * 4
+    assert list(runstats.step_seconds(m)) == [4.0] * 4
 
 
 def test_step_costs_prompt_tokens_per_row(frame):

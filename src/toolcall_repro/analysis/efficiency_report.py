@@ -9,8 +9,8 @@ Per setting, each variant against vanilla over paired seeds:
   only when its floor is near 1x with an interval covering 1 (`matched.floor_supports_claim`), and the
   notes say, per setting, which does;
 - non-inferiority of final held-out accuracy at the configured margin (paired over prompts);
-- the measured cost ratio (vanilla step seconds / variant step seconds per seed pair) next to the
-  ratio predicted from the measured filter rate f, vanilla's update share u and the kept fraction;
+- the measured cost ratio (vanilla's training seconds / the variant's per seed pair, on the device
+  clock the estimators use: CPU seconds on CPU, `runstats.clock`) next to the ratio predicted from the measured filter rate f, vanilla's update share u and the kept fraction;
 - the regime: first-epoch group types, filter rate, probe precision with a Wilson interval, clip fraction.
 Vanilla's own row: its held-out gain (final - initial) with a paired interval.
 """
@@ -98,7 +98,8 @@ def _first_epoch(runs: Sequence[TrainingRun]) -> dict[str, float]:
 
 
 def _step_seconds(run: TrainingRun) -> float:
-    return float(run.metrics["timing_s/step"].sum())
+    """The run's training seconds on the device clock (runstats.clock)."""
+    return float(runstats.step_seconds(run.metrics).sum())
 
 
 def efficiency_tables(
@@ -137,8 +138,8 @@ def efficiency_tables(
             f" vanilla-vs-vanilla row lies within {FLOOR_NEAR:g}x of 1 with an interval covering 1",
             f"non-inferior: paired 95% interval of final accuracy (variant - vanilla) has its low end above"
             f" -{margin}",
-            "cost ratio = vanilla step seconds / variant step seconds per seed pair (mean [min, max]);"
-            " predicted = 1/(r((1-f)(1-u)+(1-f)u kept)) from measured f, vanilla's u, the variant's kept fraction"
+            "cost ratio = vanilla's training seconds / the variant's per seed pair (mean [min, max]), and u,"
+            " on the estimators' device clock (CPU seconds on CPU, not wall); predicted = 1/(r((1-f)(1-u)+(1-f)u kept)) from measured f, vanilla's u, the variant's kept fraction"
             " of its n, and r = its n / vanilla's n",
         ],
     )
@@ -388,7 +389,7 @@ def epochs_table(runs: Sequence[TrainingRun]) -> Table:
     """Per run and epoch: group types, coverage, skips, probes, streaks, AC->AC transitions, step seconds."""
     rows = []
     for r in runs:
-        secs = r.metrics.groupby("epoch")["timing_s/step"].sum()
+        secs = runstats.step_seconds(r.metrics).groupby(r.metrics["epoch"]).sum()
         for e in epoch_report(r.metrics.to_dict("records")):
             t = e["transitions"]
             rows.append(

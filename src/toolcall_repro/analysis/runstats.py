@@ -12,17 +12,41 @@ import pandas as pd
 from toolcall_repro.rl.advantage import GROUP_TYPES
 
 GROUP_FRACTION_KEYS = {t: f"group/{t}_frac" for t in GROUP_TYPES}
-UPDATE_TIME_KEY = "timing_s/update_actor"
+# Costs are read on the run's device clock, the clock of `time/cumulative_device_s` that the speedup
+# estimators put on their time axis: the local CPU engine's CPU seconds (`timing_cpu_s/*`, this process's
+# threads, which other load and a paused job do not inflate), else wall seconds (`timing_s/*`: verl on
+# GPUs, whose device time is wall x GPUs, a factor that cancels in every share and ratio here).
+WALL_CLOCK = "timing_s"
+CPU_CLOCK = "timing_cpu_s"
+UPDATE = "update_actor"
 # The local engine times the optimizer step apart; verl times it inside update_actor (optimizer null).
-OPTIMIZER_TIME_KEY = "timing_s/optimizer"
-GEN_TIME_KEY = "timing_s/gen"
-STEP_TIME_KEY = "timing_s/step"
+OPTIMIZER = "optimizer"
+GEN = "gen"
+STEP = "step"
 
 
 def _need(df: pd.DataFrame, *keys: str) -> None:
     missing = [k for k in keys if k not in df.columns]
     if missing:
         raise KeyError(f"metrics lack {missing}")
+
+
+def clock(metrics: pd.DataFrame) -> str:
+    """The prefix of the run's device-clock timings: `timing_cpu_s` where the run recorded CPU seconds
+    (the local engine), else `timing_s`."""
+    return CPU_CLOCK if f"{CPU_CLOCK}/{STEP}" in metrics.columns else WALL_CLOCK
+
+
+def time_key(metrics: pd.DataFrame, phase: str) -> str:
+    """The column of one phase's seconds (gen, update_actor, optimizer, step) on the device clock."""
+    return f"{clock(metrics)}/{phase}"
+
+
+def step_seconds(metrics: pd.DataFrame) -> pd.Series:
+    """Per step: the step's seconds on the device clock."""
+    key = time_key(metrics, STEP)
+    _need(metrics, key)
+    return metrics[key].astype(float)
 
 
 def _epoch_last(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -35,10 +59,11 @@ def _ratio(num: float, den: float) -> float:
 
 
 def update_seconds(metrics: pd.DataFrame) -> pd.Series:
-    """Per step: policy-update seconds, optimizer step included."""
-    _need(metrics, UPDATE_TIME_KEY)
-    optimizer = metrics[OPTIMIZER_TIME_KEY] if OPTIMIZER_TIME_KEY in metrics.columns else 0.0
-    return metrics[UPDATE_TIME_KEY].astype(float) + pd.to_numeric(optimizer).fillna(0.0)
+    """Per step: policy-update seconds on the device clock, optimizer step included."""
+    update, opt = time_key(metrics, UPDATE), time_key(metrics, OPTIMIZER)
+    _need(metrics, update)
+    optimizer = metrics[opt] if opt in metrics.columns else 0.0
+    return metrics[update].astype(float) + pd.to_numeric(optimizer).fillna(0.0)
 
 
 def filter_rate(metrics: pd.DataFrame) -> float:
@@ -55,9 +80,8 @@ def filter_rate(metrics: pd.DataFrame) -> float:
 
 
 def update_share(metrics: pd.DataFrame) -> float:
-    """Share of step time spent in the policy update."""
-    _need(metrics, STEP_TIME_KEY)
-    return _ratio(update_seconds(metrics).sum(), metrics[STEP_TIME_KEY].sum())
+    """Share of step time spent in the policy update (device clock)."""
+    return _ratio(update_seconds(metrics).sum(), step_seconds(metrics).sum())
 
 
 def kept_fraction(metrics: pd.DataFrame) -> float:
@@ -67,15 +91,23 @@ def kept_fraction(metrics: pd.DataFrame) -> float:
 
 
 def run_totals(metrics: pd.DataFrame) -> dict[str, float]:
-    """Whole-run totals for the speedup table."""
-    _need(metrics, "perf/gen_tokens", "perf/update_tokens", GEN_TIME_KEY, UPDATE_TIME_KEY, STEP_TIME_KEY)
+    """Whole-run totals for the speedup table (seconds on the device clock)."""
+    gen = time_key(metrics, GEN)
+    _need(
+        metrics,
+        "perf/gen_tokens",
+        "perf/update_tokens",
+        gen,
+        time_key(metrics, UPDATE),
+        time_key(metrics, STEP),
+    )
     return {
         "steps": int(len(metrics)),
         "gen_tokens": int(metrics["perf/gen_tokens"].sum()),
         "update_tokens": int(metrics["perf/update_tokens"].sum()),
-        "gen_s": float(metrics[GEN_TIME_KEY].sum()),
+        "gen_s": float(metrics[gen].sum()),
         "update_s": float(update_seconds(metrics).sum()),
-        "step_s": float(metrics[STEP_TIME_KEY].sum()),
+        "step_s": float(step_seconds(metrics).sum()),
         "filter_rate": filter_rate(metrics),
         "update_share": update_share(metrics),
         "kept_fraction": kept_fraction(metrics),
@@ -135,15 +167,16 @@ def probe_precision(metrics: pd.DataFrame, k: int) -> pd.DataFrame:
 
 
 def step_costs(metrics: pd.DataFrame) -> pd.DataFrame:
-    """Per step: rollout and update seconds, rows, and mean prompt tokens per generated row.
+    """Per step: rollout and update seconds (device clock), rows, and mean prompt tokens per generated row.
 
     Prompt tokens per row = (total tokens - generated tokens) / generated rows (verl's token definitions).
     """
+    gen = time_key(metrics, GEN)
     _need(
         metrics,
         "step",
-        GEN_TIME_KEY,
-        UPDATE_TIME_KEY,
+        gen,
+        time_key(metrics, UPDATE),
         "perf/total_num_tokens",
         "perf/gen_tokens",
         "perf/gen_rows",
@@ -152,7 +185,7 @@ def step_costs(metrics: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "step": metrics["step"].astype(int),
-            "gen_s": metrics[GEN_TIME_KEY].astype(float),
+            "gen_s": metrics[gen].astype(float),
             "update_s": update_seconds(metrics),
             "gen_rows": metrics["perf/gen_rows"].astype(int),
             "prompt_tokens_per_row": (metrics["perf/total_num_tokens"] - metrics["perf/gen_tokens"]) / rows,
