@@ -59,6 +59,9 @@ def test_each_variant_writes_the_contract_outputs(
     assert curve[0]["step"] == 0 and curve[-1]["step"] == summary["steps"]
     assert all(set(CURVE_KEYS) <= set(c) for c in curve)
     assert summary["setting"] == setting and summary["variant"] == variant
+    # the update's share of a step on the CPU clock, the clock the analysis reads (runstats.clock)
+    cpu = {k: sum(x[f"timing_cpu_s/{k}"] for x in metrics) for k in ("update_actor", "optimizer", "step")}
+    assert summary["update_share"] == pytest.approx((cpu["update_actor"] + cpu["optimizer"]) / cpu["step"])
     if variants[variant]["filter"] is None:
         assert all(m["filter/skipped"] == 0 for m in metrics)
     model = AutoModelForCausalLM.from_pretrained(tmp_path / "final")

@@ -323,8 +323,9 @@ class GRPOTrainer:
         st, m = self.state, self.state.metrics
         s = self.streaks.stats()
         epochs_built = (s["epoch"] + 1) if s["epoch"] is not None else 0
-        step_s = sum(x["timing_s/step"] for x in m)
-        update_s = sum(x["timing_s/update_actor"] + x["timing_s/optimizer"] for x in m)
+        # on the CPU clock, as the analysis reads it (runstats.clock): wall seconds grow when the job waits
+        step_s = sum(x["timing_cpu_s/step"] for x in m)
+        update_s = sum(x["timing_cpu_s/update_actor"] + x["timing_cpu_s/optimizer"] for x in m)
         accs = [c["heldout_accuracy"] for c in st.curve if c["heldout_accuracy"] is not None] or [None]
         sampled = [c.get("heldout_sampled_accuracy") for c in st.curve]
         sampled = [a for a in sampled if a is not None] or [None]
