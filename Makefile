@@ -18,7 +18,7 @@ RUN_CONFIG ?=
 run: install
 	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/snakemake --cores 2 $(if $(RUN_CONFIG),--configfile $(RUN_CONFIG))
 
-# The efficiency evidence, pre-registered in docs/efficiency.md: ~6.6 h on an idle 2-core machine (estimate).
+# The efficiency evidence, pre-registered in docs/efficiency.md: ~10.9 CPU-h of jobs, ~5.5-6 h on an idle 2-core machine (its run, 4-5 Dec 2026).
 # Rerun after a stop: finished jobs are kept, an interrupted training continues from its last checkpoint
 # (after a kill, first clear Snakemake's lock: .venv/bin/snakemake efficiency --configfile config/evidence.yaml --unlock).
 evidence: install
