@@ -10,7 +10,8 @@ Per setting, each variant against vanilla over paired seeds:
   notes say, per setting, which does;
 - non-inferiority of final held-out accuracy at the configured margin (paired over prompts);
 - the measured cost ratio (vanilla's training seconds / the variant's per seed pair, on the device
-  clock the estimators use: CPU seconds on CPU, `runstats.clock`) next to the ratio predicted from the measured filter rate f, vanilla's update share u and the kept fraction;
+  clock the estimators use: CPU seconds on CPU, `runstats.clock`) next to the ratio predicted from the
+  measured filter rate f, vanilla's update share u and the kept fraction;
 - the regime: first-epoch group types, filter rate, probe precision with a Wilson interval, clip fraction.
 Vanilla's own row: its held-out gain (final - initial) with a paired interval.
 """
@@ -139,7 +140,8 @@ def efficiency_tables(
             f"non-inferior: paired 95% interval of final accuracy (variant - vanilla) has its low end above"
             f" -{margin}",
             "cost ratio = vanilla's training seconds / the variant's per seed pair (mean [min, max]), and u,"
-            " on the estimators' device clock (CPU seconds on CPU, not wall); predicted = 1/(r((1-f)(1-u)+(1-f)u kept)) from measured f, vanilla's u, the variant's kept fraction"
+            " on the estimators' device clock (CPU seconds on CPU, not wall);"
+            " predicted = 1/(r((1-f)(1-u)+(1-f)u kept)) from measured f, vanilla's u, the variant's kept fraction"
             " of its n, and r = its n / vanilla's n",
         ],
     )
