@@ -6,6 +6,8 @@ and two installs of the same commit hold the same bits.
 
     python3 scripts/locks.py compile [ENV ...]   every lock (or the named ones): scripts/lock.sh, make lock
     python3 scripts/locks.py check               stale locks and env files, no network (exit 1 if any)
+    python3 scripts/locks.py verify [ENV ...]    each lock still follows from its inputs and installs from
+                                                 the registry (tests/workflow/test_envs_resolve.py)
 
 A lock is `uv pip compile --generate-hashes` of its .in file for the GPU nodes' (and this machine's)
 platform, the project package itself left out (installs add it with --no-deps --no-build-isolation).
@@ -27,6 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -37,9 +40,11 @@ PROJECT = "toolcall-repro"
 PYTHON_VERSION = "3.11"
 PLATFORM = "x86_64-manylinux_2_28"  # the GPU nodes' and this machine's
 INDEX_URL = "https://pypi.org/simple"
-# Releases uploaded after this instant are not considered, so the same inputs give the same lock on any
-# later day (PyPI moves: without it, transformers changed between two runs a day apart). Moving it forward
-# is a change of inputs (every lock then reads stale): do it to take newer releases, then `make lock`.
+# Releases uploaded after this instant are not considered, so the same inputs give the same lock on a later
+# day (PyPI moves: without it, transformers changed between two runs a day apart) as long as the registry
+# does not gain files dated before it (a mirror filling in does: see resolve_within_lock, the check of a
+# lock). Moving it forward is a change of inputs (every lock then reads stale): do it to take newer
+# releases, then `make lock`.
 EXCLUDE_NEWER = "2026-12-03T00:00:00Z"
 # torch==2.13.0+cpu is not on PyPI: uv finds it in a flat directory or page of wheels. Only where uv
 # looks, not an input: the lock holds the file's sha256, and a different file would not install.
@@ -208,18 +213,64 @@ def uv_version(uv: str) -> str:
     return subprocess.run([uv, "--version"], capture_output=True, text=True, check=True).stdout.split()[1]
 
 
-def render(env: str, uv: str) -> str:
-    """The lock text of one environment (runs uv: needs the registry)."""
+def resolve(env: str, uv: str, constraints: Path | None = None) -> str:
+    """uv's resolution of requirements/<env>.in as lock lines (runs uv: needs the registry); with
+    `constraints`, a file of `name==version` lines every resolved package must meet."""
     args = compile_args(env)
     # --native-tls: the system certificate store, as pip uses (uv's bundled roots miss a site's own CA);
     # --find-links: where torch+cpu lies (not an input: the lock holds the sha256 of the file found there).
     run = [uv, *args, "--native-tls", "--find-links", torch_find_links()]
+    if constraints is not None:
+        run += ["--constraint", str(constraints)]
     res = subprocess.run(
         run, cwd=REPO, capture_output=True, text=True, env={**os.environ, "UV_NO_CONFIG": "1"}
     )
     if res.returncode != 0:
         raise RuntimeError(f"uv pip compile failed for {env}:\n{res.stderr[-4000:]}")
-    body = res.stdout.strip("\n") + "\n"
+    return res.stdout.strip("\n") + "\n"
+
+
+def resolve_within_lock(env: str, uv: str) -> dict[str, tuple[str, list[str]]]:
+    """requirements/<env>.in resolved with every package held at its locked version: the lock entries
+    the registry gives for those pins (raises RuntimeError where they do not resolve).
+
+    Recompiling without the pins is not a check of a lock: the registry can gain files dated before
+    EXCLUDE_NEWER after a lock was made (a mirror that fills in: boto3 1.44.18, uploaded 2 December, was
+    served only after the 4 December locks), and the resolver then takes it. Within the pins the answer
+    is the lock itself exactly when the lock still follows from its inputs (no package missing or left
+    over, no pin the inputs now exclude) and the registry still serves every pinned file (same hashes)."""
+    pins = parse_lock(lock_path(env).read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{env}-pins.txt"
+        path.write_text("".join(f"{name}=={version}\n" for name, (version, _) in sorted(pins.items())))
+        return parse_lock(resolve(env, uv, path))
+
+
+def lock_differences(fresh: dict, committed: dict) -> list[str]:
+    """How a resolution (parse_lock form) differs from a committed lock, one line a package. A file the
+    registry added to a locked release is not a difference: installs take only files with a locked hash
+    (pip and uv filter by hash), so it is never installed; a locked file the registry dropped is one."""
+    out = []
+    for name in sorted(set(fresh) | set(committed)):
+        a, b = committed.get(name), fresh.get(name)
+        if a is None:
+            out.append(f"{name}=={b[0]} resolves now, is not in the lock")
+        elif b is None:
+            out.append(f"{name}=={a[0]} is in the lock, no longer resolves")
+        elif a[0] != b[0]:
+            out.append(f"{name}: lock {a[0]}, resolves to {b[0]}")
+        elif not set(a[1]) <= set(b[1]):
+            gone = len(set(a[1]) - set(b[1]))
+            out.append(
+                f"{name}=={a[0]}: the registry no longer serves {gone} of the lock's {len(a[1])} files"
+            )
+    return out
+
+
+def render(env: str, uv: str) -> str:
+    """The lock text of one environment (runs uv: needs the registry)."""
+    args = compile_args(env)
+    body = resolve(env, uv)
     header = [
         f"# requirements/{env}.lock: every package of the `{env}` environment, exact version and sha256 hashes.",
         f"# Do not edit: generated by `scripts/lock.sh` (make lock) from requirements/{env}.in; rerun it after",
@@ -273,6 +324,10 @@ def main(argv: list[str] | None = None) -> int:
     comp = sub.add_parser("compile", help="regenerate the locks (needs the registry)")
     comp.add_argument("envs", nargs="*", help=f"default: all ({', '.join(env_names())})")
     sub.add_parser("check", help="exit 1 if a lock or an env file is stale (no network)")
+    ver = sub.add_parser(
+        "verify", help="exit 1 unless each lock is what its inputs resolve to within its pins (registry)"
+    )
+    ver.add_argument("envs", nargs="*", help="default: all")
     args = parser.parse_args(argv)
     if args.cmd == "check":
         problems = stale()
@@ -285,6 +340,18 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no requirements/<env>.in for {sorted(unknown)}")
     uv = uv_binary()
+    if args.cmd == "verify":
+        bad = 0
+        for env in args.envs or env_names():
+            try:
+                diff = lock_differences(resolve_within_lock(env, uv), parse_lock(lock_path(env).read_text()))
+            except RuntimeError as exc:
+                diff = [str(exc)]
+            bad += bool(diff)
+            print(
+                f"requirements/{env}.lock: " + ("OK" if not diff else "\n  ".join(["differs:", *diff[:30]]))
+            )
+        return 1 if bad else 0
     for env in args.envs or env_names():
         text = render(env, uv)
         path = lock_path(env)

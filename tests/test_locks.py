@@ -1,5 +1,6 @@
 """The environment locks (requirements/*.lock, scripts/lock.sh) agree with what is declared and are all
-that installs use. Fast and offline; tests/workflow/test_envs_resolve.py recompiles them against PyPI.
+that installs use. Fast and offline; tests/workflow/test_envs_resolve.py resolves them again on PyPI
+within their pins.
 
 Each check is a function that returns its problems, run on the checkout and, to show it can fail, on a
 copy with one thing changed (a pin edited, a hash dropped, an unlocked install added).
@@ -412,3 +413,19 @@ def test_lock_sh_rewrites_the_env_files_lock_line(copy):
     assert env_file_problems(copy / "workflow" / "envs" / "cpu.yaml")
     assert locks.sync_env_files() == [copy / "workflow" / "envs" / "cpu.yaml"]
     assert env_file_problems(copy / "workflow" / "envs" / "cpu.yaml") == []
+
+
+def test_lock_differences_name_what_an_install_would_miss_and_only_that():
+    """The registry check's comparison (tests/workflow/test_envs_resolve.py): a file the registry added
+    to a locked release is not a difference (installs take files by locked hash only); a version moved,
+    a locked file dropped, a package missing or left over each is, named."""
+    committed = {"a": ("1.0", ["h1", "h2"]), "b": ("2.0", ["h3"]), "gone": ("0.1", ["h9"])}
+    fresh = {"a": ("1.0", ["h1", "h2", "h-new-wheel"]), "b": ("2.0", ["h3"]), "gone": ("0.1", ["h9"])}
+    assert locks.lock_differences(fresh, committed) == []
+    fresh = {"a": ("1.0", ["h1"]), "b": ("2.1", ["h4"]), "new": ("3.0", ["h5"])}
+    assert locks.lock_differences(fresh, committed) == [
+        "a==1.0: the registry no longer serves 1 of the lock's 2 files",
+        "b: lock 2.0, resolves to 2.1",
+        "gone==0.1 is in the lock, no longer resolves",
+        "new==3.0 resolves now, is not in the lock",
+    ]

@@ -1,12 +1,17 @@
-"""Every lock is what its declared inputs resolve to on the registry today, for the GPU nodes' platform.
+"""Every lock still follows from its declared inputs and installs from the registry, for the GPU nodes'
+platform.
 
 Snakemake builds every conda env of the DAG before its first job, and every install takes a lock
 (requirements/<env>.lock): a lock that no longer follows from its inputs (a .in file or pyproject.toml edited
-without `scripts/lock.sh`, a pin the registry yanked) would install something nobody declared. Each lock is
-compiled again here exactly as `scripts/lock.sh` does (`uv pip compile --generate-hashes` for linux x86_64
-and Python 3.11, releases after scripts/locks.py's EXCLUDE_NEWER ignored, nothing installed) and must come
-out with the same packages, versions and hashes. The offline checks of the locks (inputs digest, declared
-pins, hashes, which lock each install uses) are tests/test_locks.py. flash-attn ships only an sdist that
+without `scripts/lock.sh`, a pin the registry yanked) would install something nobody declared, or nothing.
+Each .in file is resolved here as `scripts/lock.sh` does (`uv pip compile --generate-hashes` for linux
+x86_64 and Python 3.11, releases after scripts/locks.py's EXCLUDE_NEWER ignored, nothing installed) with
+every package held at its locked version (`locks.resolve_within_lock`), and must come out as the lock:
+same packages and versions, every locked file still served (same hashes). Not the newest resolution: the registry can gain files dated before
+EXCLUDE_NEWER after a lock was made (boto3 1.44.18 did), and a lock is the record of what installs, not
+a forecast of what the resolver picks on test day; taking newer releases is `make lock`, a commit. The
+offline checks of the locks (inputs digest, declared pins, hashes, which lock each install uses) are
+tests/test_locks.py. flash-attn ships only an sdist that
 needs torch to build, so it stays out of the locks and is checked apart: the pinned release exists.
 
 Needs the registry (PyPI; torch==2.13.0+cpu from /opt/wheels, or the PyTorch CPU index where that is
@@ -65,26 +70,11 @@ def uv_binary() -> str:
 
 
 def compiled(env: str, uv: str) -> dict | str:
-    """The lock entries uv resolves for env now, or uv's error."""
+    """The lock entries uv resolves for env within its lock's pins, or uv's error."""
     try:
-        return locks.parse_lock(locks.render(env, uv))
+        return locks.resolve_within_lock(env, uv)
     except RuntimeError as exc:
         return str(exc)
-
-
-def differences(env: str, fresh: dict, committed: dict) -> list[str]:
-    out = []
-    for name in sorted(set(fresh) | set(committed)):
-        a, b = committed.get(name), fresh.get(name)
-        if a is None:
-            out.append(f"{name}=={b[0]} resolves now, is not in the lock")
-        elif b is None:
-            out.append(f"{name}=={a[0]} is in the lock, no longer resolves")
-        elif a[0] != b[0]:
-            out.append(f"{name}: lock {a[0]}, resolves to {b[0]}")
-        elif sorted(a[1]) != sorted(b[1]):
-            out.append(f"{name}=={a[0]}: the registry's files differ from the lock's hashes")
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -114,34 +104,84 @@ def resolved(uv_cache):
 def test_lock_is_what_its_inputs_resolve_to(resolved, env):
     fresh = resolved[env]
     assert not isinstance(fresh, str), (
-        f"requirements/{env}.in does not resolve for {locks.PLATFORM}:\n{fresh}"
+        f"requirements/{env}.in does not resolve for {locks.PLATFORM} within its lock's pins "
+        f"(regenerate with scripts/lock.sh, make lock):\n{fresh}"
     )
     committed = locks.parse_lock(locks.lock_path(env).read_text())
-    diff = differences(env, fresh, committed)
+    diff = locks.lock_differences(fresh, committed)
     assert not diff, (
-        f"requirements/{env}.lock is not what its inputs resolve to: regenerate with scripts/lock.sh "
-        f"(make lock):\n  " + "\n  ".join(diff[:30])
+        f"requirements/{env}.lock is not what its inputs resolve to within its pins: regenerate with "
+        f"scripts/lock.sh (make lock):\n  " + "\n  ".join(diff[:30])
     )
 
 
-def test_a_changed_input_resolves_to_another_lock(tmp_path, monkeypatch, uv_cache):
-    """The check itself: an edited pin (eval-bfcl's soundfile held at 0.12.1, below the lock's) resolves
-    to something other than the committed lock."""
-    need_registry()
+def copy_inputs(tmp_path, monkeypatch, uv_cache) -> None:
+    """locks.py pointed at a copy of the inputs and locks under tmp_path."""
     for rel in ("pyproject.toml", "requirements"):
         (shutil.copytree if (REPO / rel).is_dir() else shutil.copy)(REPO / rel, tmp_path / rel)
+    monkeypatch.setattr(locks, "REPO", tmp_path)
+    monkeypatch.setattr(locks, "REQUIREMENTS", tmp_path / "requirements")
+    monkeypatch.setenv("UV_CACHE_DIR", str(uv_cache))
+
+
+def test_a_changed_input_fails_the_check(tmp_path, monkeypatch, uv_cache):
+    """The check itself: an edited pin (eval-bfcl's soundfile held at 0.12.1, below the lock's) does not
+    resolve within the lock's pins, and the failure names the package."""
+    need_registry()
+    copy_inputs(tmp_path, monkeypatch, uv_cache)
     committed = locks.parse_lock(locks.lock_path("eval-bfcl").read_text())
     assert committed["soundfile"][0] != "0.12.1"
     path = tmp_path / "requirements" / "eval-bfcl.in"
     path.write_text(path.read_text().replace("\nsoundfile>=0.12\n", "\nsoundfile==0.12.1\n"))
-    monkeypatch.setattr(locks, "REPO", tmp_path)
-    monkeypatch.setattr(locks, "REQUIREMENTS", tmp_path / "requirements")
-    monkeypatch.setenv("UV_CACHE_DIR", str(uv_cache))
+    fresh = compiled("eval-bfcl", uv_binary())
+    assert isinstance(fresh, str), "a lock whose inputs now exclude one of its pins passed the check"
+    assert "soundfile" in fresh
+
+
+def test_a_new_requirement_or_a_dropped_one_fails_the_check(tmp_path, monkeypatch, uv_cache):
+    """An input that adds a package (toolz, not in eval-bfcl's lock) resolves to something the lock
+    lacks; a lock entry nothing requires any more is named as left over."""
+    need_registry()
+    copy_inputs(tmp_path, monkeypatch, uv_cache)
+    lock = locks.lock_path("eval-bfcl")
+    committed = locks.parse_lock(lock.read_text())
+    assert "toolz" not in committed
+    path = tmp_path / "requirements" / "eval-bfcl.in"
+    declared = path.read_text()
+    path.write_text(declared + "toolz\n")
     fresh = compiled("eval-bfcl", uv_binary())
     assert not isinstance(fresh, str), fresh
-    assert "soundfile: lock " + committed["soundfile"][0] + ", resolves to 0.12.1" in differences(
-        "eval-bfcl", fresh, committed
+    version, hashes = fresh["toolz"]
+    assert f"toolz=={version} resolves now, is not in the lock" in locks.lock_differences(fresh, committed)
+    # Back to the declared inputs, the lock now holding toolz as well: it is left over.
+    path.write_text(declared)
+    lock.write_text(
+        lock.read_text() + f"toolz=={version} \\\n" + "".join(f"    --hash=sha256:{h}\n" for h in hashes)
     )
+    fresh = compiled("eval-bfcl", uv_binary())
+    assert not isinstance(fresh, str), fresh
+    assert locks.lock_differences(fresh, locks.parse_lock(lock.read_text())) == [
+        f"toolz=={version} is in the lock, no longer resolves"
+    ]
+
+
+def test_a_lock_older_than_the_registrys_newest_still_passes(tmp_path, monkeypatch, uv_cache):
+    """What the check leaves alone: a lock made when the registry held less (here: compiled with releases
+    after 2019-06-01 ignored) is still what its inputs resolve to within its pins, although resolving
+    afresh now gives a newer release; only `make lock` moves a lock."""
+    need_registry()
+    copy_inputs(tmp_path, monkeypatch, uv_cache)
+    (tmp_path / "requirements" / "tiny.in").write_text("six\n")
+    uv = uv_binary()
+    today = locks.EXCLUDE_NEWER
+    monkeypatch.setattr(locks, "EXCLUDE_NEWER", "2019-06-01T00:00:00Z")
+    old = locks.render("tiny", uv)
+    monkeypatch.setattr(locks, "EXCLUDE_NEWER", today)
+    locks.lock_path("tiny").write_text(old)
+    pinned = locks.parse_lock(old)
+    newest = locks.parse_lock(locks.render("tiny", uv))
+    assert newest["six"][0] != pinned["six"][0]
+    assert locks.lock_differences(compiled("tiny", uv), pinned) == []
 
 
 def test_vllm_and_bfcl_eval_cannot_share_an_env(tmp_path, uv_cache):
