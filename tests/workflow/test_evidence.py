@@ -3,8 +3,14 @@
 
 from __future__ import annotations
 
+import json
 import shlex
+import subprocess
+import sys
+import tarfile
 from pathlib import Path
+
+from _workflow_helpers import fabricate_completed_run, make_workdir, snakemake
 
 from toolcall_repro.plan import parse_dryrun
 
@@ -41,7 +47,8 @@ def test_evidence_target_plans_the_preregistered_design(smk):
     for rule in ("synthesize_source", "warmstart_base_model", "filter_multi_turn", "filter_single_turn"):
         assert rule in rules, rule
     assert rules.count("report_efficiency") == 1
-    assert all(j.spec["output"]["manifest"].startswith("results/evidence/") for j in jobs if j.spec)
+    manifests = [j.spec["output"]["manifest"] for j in jobs if j.spec and j.rule != "archive_efficiency"]
+    assert manifests and all(m.startswith("results/evidence/") for m in manifests)  # the archive has none
 
     train = [j for j in jobs if j.rule in ("train_grpo", "train_grpo_seed")]
     planned = {(j.run_config["setting"], j.run_config["variant"], j.spec["seeds"]["train"]) for j in train}
@@ -65,3 +72,61 @@ def test_evidence_target_plans_the_preregistered_design(smk):
     synth = {j.spec["options"]["source"]: j.spec for j in jobs if j.rule == "synthesize_source"}
     assert set(synth) == {"xlam", "toolace", "looptool"}
     assert all(spec["seeds"]["data"] == DATA_SEED for spec in synth.values())
+
+
+def test_the_efficiency_target_ends_in_its_own_archive(smk):
+    """The evidence is archived by its own target (it builds no tables, so the whole run's archive_results
+    is not in its DAG): the archive_results job, once the report is written, named for the run, the code
+    and the config, beside the run's other archives; the default target plans no such job."""
+    res = smk("-n", "-p", "--nolock", *make_evidence_args())
+    assert res.returncode == 0, res.stderr[-3000:]
+    jobs = parse_dryrun(res.stdout)
+    assert "archive_results" not in [j.rule for j in jobs]
+    (arch,) = [j for j in jobs if j.rule == "archive_efficiency"]
+    (target,) = [j for j in jobs if j.rule == "efficiency"]
+    (out,) = arch.outputs
+    assert out.startswith("results/archives/evidence-efficiency-") and out.endswith(".tar.gz")
+    assert out in target.inputs
+    assert arch.inputs == [
+        "results/evidence/efficiency/index.md",
+        "config/evidence.yaml",
+        "config/config.yaml",
+    ]
+    assert arch.spec["stage"] == "archive_results" and arch.spec["rule"] == "archive_efficiency"
+    assert arch.spec["options"]["run_dir"] == "results/evidence"
+    default = smk("-n", "--forceall", "--nolock")
+    assert default.returncode == 0, default.stderr[-3000:]
+    assert "archive_efficiency" not in {j.rule for j in parse_dryrun(default.stdout)}
+
+
+def test_the_efficiency_archive_packs_the_finished_evidence_run(tmp_path):
+    """The rule runs for real: on a finished evidence run (every output fabricated, then the archive
+    removed), `make evidence`'s command runs only the archive job, and the archive verifies and holds the
+    report and the trainings' manifests, no resume checkpoints."""
+    work = make_workdir(tmp_path)
+    args = make_evidence_args()
+    fabricate_completed_run(work, *[a for a in args if a != "--rerun-incomplete"])
+    (archive,) = (work / "results" / "archives").glob("evidence-efficiency-*.tar.gz")
+    archive.unlink()
+    res = snakemake(*args, cwd=work, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    ran = [
+        line.split()[1].rstrip(":")
+        for line in res.stderr.splitlines()
+        if line.startswith(("rule ", "localrule "))
+    ]
+    assert ran == ["archive_efficiency", "efficiency"], ran
+    ok = subprocess.run(
+        [sys.executable, "-m", "toolcall_repro.cli", "verify", str(archive)], capture_output=True, text=True
+    )
+    assert ok.returncode == 0 and "OK" in ok.stdout, ok.stdout + ok.stderr
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+        packed = json.load(tar.extractfile(next(n for n in names if n.endswith("/ARCHIVE.json"))))
+    prefix = archive.name.removesuffix(".tar.gz")
+    assert f"{prefix}/efficiency/index.md" in names
+    # the config files under extra/ (by absolute path here: the test's config/ links to the work tree's)
+    assert any(n.startswith(f"{prefix}/extra/") and n.endswith("/config/evidence.yaml") for n in names)
+    assert any(n.startswith(f"{prefix}/manifests/train_grpo_seed/") for n in names)
+    assert not any("/checkpoints/" in n for n in names)
+    assert packed["run_id"] == "evidence" and packed["archive"] == archive.name

@@ -42,9 +42,14 @@ VERL = config["train"].get("verl", {"nodes": 1, "gpus_per_node": 0})
 # the first, the same code and config the same name.
 ARCHIVE_CFG = {"weights": "final", "dir": os.path.join("results", "archives")}
 ARCHIVE_CFG.update(config.get("archive", {}))
+CODE_TAG = code_tag(workflow.basedir)
 ARCHIVE = os.path.join(
+    ARCHIVE_CFG["dir"], archive_name(config["run_id"], CODE_TAG, config_hash(config))
+)
+# The `efficiency` target's own archive (it builds no tables, so the whole run's archive is not its end).
+EFFICIENCY_ARCHIVE = os.path.join(
     ARCHIVE_CFG["dir"],
-    archive_name(config["run_id"], code_tag(workflow.basedir), config_hash(config)),
+    archive_name(f"{config['run_id']}-efficiency", CODE_TAG, config_hash(config)),
 )
 # ACEBench data: synthetic twins the pipeline writes (embedded default), the real English data downloaded
 # at a pinned commit (paper scale), or a folder the user names (`local`). No folder outside the checkout is read.

@@ -7,6 +7,7 @@ localrules:
     make_figures,
     write_provenance,
     archive_results,
+    archive_efficiency,
 
 
 # The analysis reads exactly its inputs (`--inputs`): each result file and the manifest of the job that
@@ -165,3 +166,25 @@ rule archive_results:
     shell:
         # The size by part goes to the log and to the terminal.
         "python -m toolcall_repro.job {params.job:q} {params.files:q} 2>&1 | tee {log:q} >&2"
+
+
+# The `efficiency` target's archive (train.smk): the same job and policy, once the efficiency report is
+# written (that target builds no tables, so the whole run's archive is not its end).
+use rule archive_results as archive_efficiency with:
+    input:
+        index=R("efficiency", "index.md"),
+        config=[os.path.relpath(f) for f in workflow.configfiles],
+    output:
+        archive=EFFICIENCY_ARCHIVE,
+    log:
+        EFFICIENCY_ARCHIVE.removesuffix(".tar.gz") + ".log",
+    benchmark:
+        EFFICIENCY_ARCHIVE.removesuffix(".tar.gz") + ".benchmark.tsv"
+    params:
+        files=files_param,
+        job=job(
+            "archive_results",
+            run_dir=RUN,
+            weights=ARCHIVE_CFG["weights"],
+            twin="archive_efficiency",
+        ),

@@ -94,3 +94,4 @@ rule report_efficiency:
 rule efficiency:
     input:
         R("efficiency", "index.md"),
+        EFFICIENCY_ARCHIVE,
