@@ -33,7 +33,9 @@ lint:
 	.venv/bin/snakefmt --check workflow/
 	.venv/bin/snakemake --lint
 
-# Rewrite the CI-size run's reference digests from results/ci-smoke (after `make run RUN_CONFIG=.test/config.yaml`).
-# A deliberate step: commit it with the change that moved the numbers, and say which numbers moved.
+# Rewrite the CI-size run's reference digests from results/ci-smoke (after `make run RUN_CONFIG=.test/config.yaml`):
+# .test/expected/digests/mkl-<branch>.json, the file of the MKL branch this machine runs (Intel: avx2, others: auto).
+# A deliberate step: commit it with the change that moved the numbers, say which numbers moved, and rewrite
+# the other branch's file on such a machine (or say it is stale).
 reference:
-	.venv/bin/toolcall-repro digests results/ci-smoke --write .test/expected/digests.json
+	.venv/bin/toolcall-repro digests results/ci-smoke --write .test/expected/digests/

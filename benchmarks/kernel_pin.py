@@ -10,9 +10,10 @@ taken on (model, flags, torch's native capability). Settings:
   pin=<cap> shell=<cap2>  the same, with the caller's shell asking for <cap2> (the pin must win)
   unpinned shell=<cap>    no pin (every job before the pin): the shell, i.e. the machine, decides
 and single-variable probes (MKL_CBWR, ONEDNN_MAX_CPU_ISA, NPY_DISABLE_CPU_FEATURES, TOKENIZERS_PARALLELISM)
-on an unpinned job, to show which ones move the bytes on this machine, and OMP_WAIT_POLICY (left to the
-caller by the job entry: it moves the time, not the bytes). Prints only; asserts nothing
-(tests/engines/local/test_local_warmstart.py holds the pin's test).
+on an unpinned job, to show which ones move the bytes on this machine; the pin's torch and oneDNN
+settings under each MKL branch (AVX2, AUTO, COMPATIBLE: which one the bytes follow; MKL takes AVX2 on
+Intel CPUs only); and OMP_WAIT_POLICY (left to the caller by the job entry: it moves the time, not the
+bytes). Prints only; asserts nothing (tests/engines/local/test_local_warmstart.py holds the pin's test).
 """
 
 from __future__ import annotations
@@ -54,6 +55,15 @@ def settings() -> dict[str, tuple[str | None, dict[str, str]]]:
         "unpinned TOKENIZERS_PARALLELISM=false": (None, {"TOKENIZERS_PARALLELISM": "false"}),
         "unpinned OMP_WAIT_POLICY=PASSIVE": (None, {"OMP_WAIT_POLICY": "PASSIVE"}),
         "unpinned MKL_CBWR=AVX2": (None, {"MKL_CBWR": "AVX2"}),
+        # the pin's torch and oneDNN settings with each MKL branch: which branch the bytes follow (MKL takes
+        # AVX2 on Intel CPUs only and runs AUTO elsewhere; docs/reproducibility.md)
+        **{
+            f"avx2 kernels MKL_CBWR={branch}": (
+                None,
+                {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": branch},
+            )
+            for branch in ("AVX2", "AUTO", "COMPATIBLE")
+        },
     }
 
 

@@ -131,3 +131,44 @@ def test_the_claims_scorecard_is_not_digested():
     # a reading of digested tables whose rows mix timing (speedups) with results: digested where it came from
     assert "scorecard" in digests.skip_reason("tables/claims.csv")
     assert digests.skip_reason("tables/csv/claims_like.csv") is None
+
+
+INTEL = {"cpu_vendor": "GenuineIntel", "kernel_env": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}}
+AMD = {"cpu_vendor": "AuthenticAMD", "kernel_env": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}}
+
+
+def on_machine(run: Path, facts: dict) -> Path:
+    """The run as if every job had run on that machine."""
+    for path in (run / "manifests").rglob("*.json"):
+        manifest = json.loads(path.read_text())
+        path.write_text(json.dumps({**manifest, "machine": facts}))
+    return run
+
+
+def test_a_folder_of_references_holds_each_run_against_its_mkl_branch(tmp_path, capsys):
+    """At `avx2` MKL runs its AVX2 branch on Intel and AUTO elsewhere: a folder holds one reference per
+    branch (mkl-<branch>.json), a run is checked against its own, and a missing one says so."""
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    intel = on_machine(make_run(tmp_path / "intel", weights="w-intel"), INTEL)
+    amd = on_machine(make_run(tmp_path / "amd", weights="w-amd"), AMD)
+    assert cli.main(["digests", str(intel), "--write", str(refs)]) == 0
+    assert sorted(p.name for p in refs.iterdir()) == ["mkl-avx2.json"]
+    assert cli.main(["digests", str(amd), "--check", str(refs)]) == 1
+    out = capsys.readouterr().out
+    assert "no reference" in out and "'auto' branch" in out and "mkl-avx2.json" in out
+    assert cli.main(["digests", str(amd), "--write", str(refs)]) == 0
+    assert sorted(p.name for p in refs.iterdir()) == ["mkl-auto.json", "mkl-avx2.json"]
+    capsys.readouterr()
+    assert cli.main(["digests", str(intel), "--check", str(refs)]) == 0
+    assert "mkl-avx2.json (MKL branch 'avx2')" in capsys.readouterr().out
+    assert cli.main(["digests", str(amd), "--check", str(refs)]) == 0
+    other = on_machine(make_run(tmp_path / "other", weights="w-other"), AMD)
+    assert cli.main(["digests", str(other), "--check", str(refs)]) == 1
+    assert "warmstart_base_model/all" in capsys.readouterr().out
+
+
+def test_a_run_of_two_mkl_branches_has_no_reference(tmp_path):
+    run = make_run(tmp_path, machine=INTEL)  # the warm start on Intel, the other jobs unpinned
+    ok, lines = digests.check_reference(run, tmp_path)
+    assert not ok and "MKL branches ['avx2', 'native']" in lines[0]

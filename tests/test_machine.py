@@ -43,3 +43,27 @@ def test_machine_facts_name_the_environment():
     assert facts["cpu_capability"] == "avx2" and facts["threads"] == 1
     assert len(facts["distributions_sha256"]) == 64 and facts["distributions"] > 10
     assert any(d.startswith("pyyaml==") for d in machine.installed_distributions())
+
+
+def test_mkl_runs_an_isa_branch_on_intel_only():
+    """MKL takes MKL_CBWR=AVX2 (or AVX512) on Intel CPUs only and runs its AUTO branch elsewhere; only
+    COMPATIBLE is one branch on every vendor; unset, MKL follows the machine. Records from before the
+    vendor was recorded are read from the CPU model."""
+    pinned = machine.KERNEL_ENV["avx2"]
+    assert machine.mkl_branch(pinned, "GenuineIntel") == "avx2"
+    assert machine.mkl_branch(pinned, "AuthenticAMD") == "auto"
+    assert machine.mkl_branch({"MKL_CBWR": "AVX512,STRICT"}, "GenuineIntel") == "avx512"
+    for vendor in ("GenuineIntel", "AuthenticAMD"):
+        assert machine.mkl_branch(machine.KERNEL_ENV["default"], vendor) == "compatible"
+        assert machine.mkl_branch({}, vendor) == "native"
+    assert machine.mkl_branch(pinned, "", "AMD EPYC") == "auto"
+    assert machine.mkl_branch(pinned, "", "Intel(R) Xeon(R) Processor") == "avx2"
+
+
+def test_machine_facts_record_the_vendor_and_the_mkl_branch(monkeypatch):
+    machine.pin_kernels("avx2", env := {})
+    monkeypatch.setattr(machine.os, "environ", env)
+    facts = machine.machine_facts({"cpu_capability": "avx2"})
+    assert facts["cpu_vendor"] == machine.cpu_vendor()
+    assert facts["mkl_branch"] == machine.mkl_branch(env, machine.cpu_vendor())
+    assert facts["mkl_branch"] in ("avx2", "auto")

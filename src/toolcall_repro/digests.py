@@ -8,8 +8,10 @@ that are renderings of digested data (figures, Markdown and HTML tables, logs) o
 checkpoints: optimizer and RNG) are not digested (SKIPPED says why).
 
 `digest_run` reads a results tree's manifests and returns, per job in DAG order, its outputs' digests with
-the job's config sha256 and machine facts. `check_run` holds a run against a committed reference
-(`.test/expected/digests.json` for the CI-size run) and says which job is the first, in DAG order, whose
+the job's config sha256 and machine facts. `check_run` holds a run against a committed reference (for the
+CI-size run, `.test/expected/digests/mkl-<branch>.json`: one per MKL code branch, the one machine choice
+the kernel pin cannot fix, see `mkl_class`) and says which job is the first, in DAG order, whose
+
 outputs differ while its inputs matched: the stage that computed something else, with what its manifest
 says differs (config, code, machine, packages). Rewriting the reference is `toolcall-repro digests RUN
 --write FILE`, a deliberate commit that says which change moved which numbers.
@@ -263,12 +265,57 @@ def check_run(run: Mapping, ref: Mapping) -> tuple[bool, list[str]]:
     return ok, lines
 
 
-def write_reference(run_dir: str | Path, out: str | Path) -> dict:
+def mkl_class(run: Mapping) -> str:
+    """The MKL code branch the run's jobs ran (machine.mkl_branch of each job's recorded machine), the one
+    machine-dependent choice the kernel pin leaves: `avx2` is MKL's AVX2 branch on Intel CPUs and its AUTO
+    branch elsewhere, two sets of bytes. Records from before `mkl_branch` was recorded are read from their
+    kernel environment and CPU model. Raises ValueError when the jobs ran more than one branch."""
+    from toolcall_repro.machine import mkl_branch
+
+    branches = set()
+    for facts in (run["machines"].get(j["machine"], {}) for j in run["jobs"].values()):
+        branch = facts.get("mkl_branch") or mkl_branch(
+            facts.get("kernel_env") or {}, facts.get("cpu_vendor", ""), facts.get("cpu_model") or ""
+        )
+        branches.add(branch)
+    if len(branches) != 1:
+        raise ValueError(f"the run's jobs ran MKL branches {sorted(branches)}: one reference cannot hold it")
+    return branches.pop()
+
+
+def reference_file(reference: str | Path, run: Mapping) -> Path:
+    """The reference to hold `run` against: the file itself, or in a folder of references the one of the
+    run's MKL branch, `mkl-<branch>.json` (mkl_class)."""
+    path = Path(reference)
+    return path / f"mkl-{mkl_class(run)}.json" if path.is_dir() else path
+
+
+def write_reference(run_dir: str | Path, out: str | Path) -> tuple[dict, Path]:
+    """Write the run's digests to `out` (a file, or a folder of references: the run's MKL branch's file)."""
     from toolcall_repro.io import atomic_write_text
 
     ref = digest_run(run_dir)
-    atomic_write_text(out, json.dumps(ref, indent=1, sort_keys=False) + "\n")
-    return ref
+    path = reference_file(out, ref)
+    atomic_write_text(path, json.dumps(ref, indent=1, sort_keys=False) + "\n")
+    return ref, path
+
+
+def check_reference(run_dir: str | Path, reference: str | Path) -> tuple[bool, list[str]]:
+    """check_run of the run against its reference (reference_file); a missing one is a mismatch that says
+    which references exist and how to write the missing one."""
+    run = digest_run(run_dir)
+    try:
+        path = reference_file(reference, run)
+    except ValueError as exc:
+        return False, [f"MISMATCH: {exc}"]
+    if not path.is_file():
+        have = sorted(p.name for p in Path(reference).glob("mkl-*.json")) if Path(reference).is_dir() else []
+        return False, [
+            f"MISMATCH: no reference {path} for this run (its jobs ran MKL's {mkl_class(run)!r} branch; "
+            f"references here: {have or 'none'}). A machine of that kind writes it: `make reference`."
+        ]
+    ok, lines = check_run(run, json.loads(path.read_text()))
+    return ok, [*lines[:1], f"reference: {path} (MKL branch {mkl_class(run)!r})", *lines[1:]]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -280,16 +327,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("run_dir", help="results/<run_id>")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--check", metavar="REFERENCE", help="compare with a reference file; exit 1 on a mismatch")
-    g.add_argument("--write", metavar="REFERENCE", help="write the run's digests as the new reference")
+    g.add_argument(
+        "--check",
+        metavar="REFERENCE",
+        help="compare with a reference file, or a folder of them (the run's MKL branch's); exit 1 on a mismatch",
+    )
+    g.add_argument(
+        "--write", metavar="REFERENCE", help="write the run's digests as the new reference (file or folder)"
+    )
     args = p.parse_args(argv)
     if not (Path(args.run_dir) / "manifests").is_dir():
         print(f"digests: {args.run_dir} has no manifests/ (not a results tree)")
         return 2
     if args.write:
-        ref = write_reference(args.run_dir, args.write)
-        print(f"wrote {args.write}: {len(ref['jobs'])} jobs")
+        ref, path = write_reference(args.run_dir, args.write)
+        print(f"wrote {path}: {len(ref['jobs'])} jobs")
         return 0
-    ok, lines = check_run(digest_run(args.run_dir), json.loads(Path(args.check).read_text()))
+    ok, lines = check_reference(args.run_dir, args.check)
     print("\n".join(lines))
     return 0 if ok else 1

@@ -117,6 +117,32 @@ def check_kernels(capability: str) -> None:
     )
 
 
+def cpu_vendor() -> str:
+    """The CPU's vendor string (/proc/cpuinfo vendor_id: GenuineIntel, AuthenticAMD, ...), "" if unknown."""
+    for line in _cpuinfo_lines():
+        if line.lower().startswith("vendor_id"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
+def mkl_branch(kernel_env: Mapping[str, str | None], vendor: str | None = None, model: str = "") -> str:
+    """The MKL code branch a job with this kernel environment ran (lower case: auto, compatible, avx2, ...;
+    native where MKL_CBWR is unset).
+
+    MKL takes an ISA branch (MKL_CBWR=AVX2, AVX512) on Intel CPUs only: elsewhere it runs its AUTO branch
+    instead (oneMKL Developer Guide, "Getting Started with Conditional Numerical Reproducibility"); only
+    COMPATIBLE is one branch on every vendor. So `avx2` gives two sets of bytes, Intel's and the others'
+    (docs/reproducibility.md). `vendor` defaults to this CPU's; records without one pass the model name."""
+    if not kernel_env.get("MKL_CBWR"):
+        return "native"  # no reproducibility mode: MKL dispatches by the machine
+    wanted = kernel_env["MKL_CBWR"].split(",")[0].strip().upper().removeprefix("BRANCH=")
+    if wanted in ("AUTO", "COMPATIBLE"):
+        return wanted.lower()
+    vendor = cpu_vendor() if vendor is None else vendor
+    intel = vendor == "GenuineIntel" or (not vendor and "intel" in model.lower())
+    return wanted.lower() if intel else "auto"
+
+
 def cpu_model() -> str:
     for line in _cpuinfo_lines():
         if line.lower().startswith(("model name", "cpu model", "hardware")):
@@ -169,9 +195,11 @@ def machine_facts(options: Mapping[str, object] | None = None) -> dict:
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpu_model": cpu_model(),
+        "cpu_vendor": cpu_vendor(),
         "cpu_flags": cpu_flags(),
         "cpu_count": os.cpu_count(),
         "kernel_env": {k: os.environ.get(k) for k in PINNED_VARS},
+        "mkl_branch": mkl_branch(os.environ),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "cpu_capability": (options or {}).get("cpu_capability"),
         "torch_capability": torch_capability(),

@@ -101,13 +101,14 @@ def test_every_benchmark_card_names_the_model_by_the_same_checksum(smoke_run, ru
 
 
 def test_the_run_computes_what_the_committed_reference_says(smoke_run, run_dir):
-    """The CI-size run's science digests (timing left out) against .test/expected/digests.json: same
-    config, code and lock give the same bytes on any machine (engines.cpu_capability pins the kernels).
-    On a mismatch the message names the first stage in DAG order whose outputs differ, and why."""
+    """The CI-size run's science digests (timing left out) against the committed reference of its MKL
+    branch (.test/expected/digests/mkl-<branch>.json): same config, code and lock give the same bytes on
+    any machine that runs that branch (engines.cpu_capability pins the kernels; MKL takes the AVX2 branch
+    on Intel CPUs only). On a mismatch the message names the first stage in DAG order whose outputs
+    differ, and why."""
     from toolcall_repro import digests
 
-    ref = json.loads((REPO / ".test" / "expected" / "digests.json").read_text())
-    ok, lines = digests.check_run(digests.digest_run(run_dir), ref)
+    ok, lines = digests.check_reference(run_dir, REPO / ".test" / "expected" / "digests")
     assert ok, "\n".join(lines) + "\n(a deliberate change of numbers: `make reference`, committed with it)"
 
 
