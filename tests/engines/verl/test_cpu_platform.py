@@ -74,3 +74,25 @@ def test_without_the_switch_the_platform_is_only_registered():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["False", "True", "False"]
+
+
+AMX_PROBE = """
+import ctypes, json, torch
+import verl  # loads the CPU platform (VERL_USE_EXTERNAL_MODULES), as in every vLLM worker of a rollout
+mask = ctypes.c_ulong(0)
+libc = ctypes.CDLL(None, use_errno=True)
+rc = libc.syscall(158, 0x1022, ctypes.byref(mask))  # arch_prctl(ARCH_GET_XCOMP_PERM, &mask)
+print(json.dumps({"rc": rc, "tiledata": bool(mask.value >> 18 & 1), "amx": torch.cpu._is_amx_tile_supported()}))
+"""
+
+
+def test_a_verl_process_may_run_amx_kernels_where_the_cpu_has_them():
+    """vLLM's bf16 attention runs AMX kernels where the CPU has AMX and never asks Linux for the tile
+    state; with the kernel pin (oneDNN capped at AVX2) nothing else asks, and the rollout's worker died of
+    SIGILL on an Intel Xeon. Every process that imports verl on the CPU platform holds the permission
+    where the CPU has AMX (on a CPU without AMX there is nothing to grant)."""
+    env = {**os.environ, **hydra.device_environment({"device": "cpu"}), "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    out = subprocess.run([sys.executable, "-c", AMX_PROBE], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["rc"] == 0 and got["tiledata"] == got["amx"], got

