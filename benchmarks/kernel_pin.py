@@ -71,7 +71,7 @@ def run_once(work: Path, name: str, capability: str | None, shell: dict, samples
     out, manifest = work / name.replace(" ", "_").replace("=", "-"), work / f"{abs(hash(name))}.json"
     spec = {
         "rule": "warmstart_base_model",
-        "stage": "warm_start",
+        "stage": "warmstart_base_model",
         "config": {"model.tiny": tiny, "filter.reserve_fraction": 0.3, "engines.warmstart_threads": threads},
         "seeds": {"model": 0, "reserve": 0},
         "options": {} if capability is None else {"cpu_capability": capability},
