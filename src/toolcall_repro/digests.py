@@ -11,7 +11,6 @@ checkpoints: optimizer and RNG) are not digested (SKIPPED says why).
 the job's config sha256 and machine facts. `check_run` holds a run against a committed reference (for the
 CI-size run, `.test/expected/digests/mkl-<branch>.json`: one per MKL code branch, the one machine choice
 the kernel pin cannot fix, see `mkl_class`) and says which job is the first, in DAG order, whose
-
 outputs differ while its inputs matched: the stage that computed something else, with what its manifest
 says differs (config, code, machine, packages). Rewriting the reference is `toolcall-repro digests RUN
 --write FILE`, a deliberate commit that says which change moved which numbers.
@@ -283,11 +282,11 @@ def mkl_class(run: Mapping) -> str:
     return branches.pop()
 
 
-def reference_file(reference: str | Path, run: Mapping) -> Path:
+def reference_file(reference: str | Path, run: Mapping, branch: str | None = None) -> Path:
     """The reference to hold `run` against: the file itself, or in a folder of references the one of the
-    run's MKL branch, `mkl-<branch>.json` (mkl_class)."""
+    run's MKL branch, `mkl-<branch>.json` (mkl_class, unless given)."""
     path = Path(reference)
-    return path / f"mkl-{mkl_class(run)}.json" if path.is_dir() else path
+    return path / f"mkl-{branch or mkl_class(run)}.json" if path.is_dir() else path
 
 
 def write_reference(run_dir: str | Path, out: str | Path) -> tuple[dict, Path]:
@@ -305,17 +304,19 @@ def check_reference(run_dir: str | Path, reference: str | Path) -> tuple[bool, l
     which references exist and how to write the missing one."""
     run = digest_run(run_dir)
     try:
-        path = reference_file(reference, run)
+        branch = mkl_class(run) if Path(reference).is_dir() else None
     except ValueError as exc:
         return False, [f"MISMATCH: {exc}"]
+    path = reference_file(reference, run, branch)
     if not path.is_file():
         have = sorted(p.name for p in Path(reference).glob("mkl-*.json")) if Path(reference).is_dir() else []
         return False, [
-            f"MISMATCH: no reference {path} for this run (its jobs ran MKL's {mkl_class(run)!r} branch; "
+            f"MISMATCH: no reference {path} for this run (its jobs ran MKL's {branch!r} branch; "
             f"references here: {have or 'none'}). A machine of that kind writes it: `make reference`."
         ]
     ok, lines = check_run(run, json.loads(path.read_text()))
-    return ok, [*lines[:1], f"reference: {path} (MKL branch {mkl_class(run)!r})", *lines[1:]]
+    used = f"reference: {path}" + (f" (MKL branch {branch!r})" if branch else "")
+    return ok, [*lines[:1], used, *lines[1:]]
 
 
 def main(argv: list[str] | None = None) -> int:
