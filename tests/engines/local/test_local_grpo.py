@@ -6,6 +6,7 @@ import sys
 import time
 
 import pytest
+import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from toolcall_repro.engines.local.config import parse_config
@@ -232,3 +233,71 @@ def test_curve_and_summary_carry_sampled_heldout_outcomes(sample_files, base_mod
     assert summary["heldout_sampled_accuracy"]["samples"] == 2
     assert summary["heldout_sampled_accuracy"]["initial"] == curve[0]["heldout_sampled_accuracy"]
     assert summary["heldout_sampled_accuracy"]["final"] == curve[-1]["heldout_sampled_accuracy"]
+
+
+@pytest.mark.parametrize("variant", ["vanilla", "efficient"])
+def test_a_longer_run_begins_with_the_shorter_one(
+    sample_files, base_model, tmp_path, make_config, variants, variant
+):
+    """More passes extend a run without changing its start: the learning rate is constant, each epoch's
+    shuffle is seeded by (seed, epoch) and the filter's state by the seed, none by the epoch count. So the
+    efficiency evidence's longer efficient runs contain its shorter ones (docs/efficiency.md), checked here by
+    bytes: the same step metrics, held-out outcomes and weights up to the shorter run's end."""
+    cfg = {**variants[variant], "checkpoint_every": 2, "keep_checkpoints": 10}
+    short, long = tmp_path / "short", tmp_path / "long"
+    for out, epochs in ((short, 2), (long, 4)):
+        run(
+            args_for(sample_files, base_model, out, make_config(epochs=epochs, **cfg), "multi_turn"),
+            log=print,
+        )
+    a = [without_timings(m) for m in read_jsonl(short / "metrics.jsonl")]
+    b = [without_timings(m) for m in read_jsonl(long / "metrics.jsonl")]
+    assert len(b) > len(a) >= 4 and b[: len(a)] == a
+    strip = lambda rows: [{k: v for k, v in r.items() if not k.startswith("time/")} for r in rows]  # noqa: E731
+    ca, cb = strip(read_jsonl(short / "curve.jsonl")), strip(read_jsonl(long / "curve.jsonl"))
+    assert len(cb) > len(ca) and cb[: len(ca)] == ca
+    _same_weights(short, long, a[-1]["step"])
+
+
+def test_a_longer_run_keeps_the_filter_state_of_the_shorter_one(
+    sample_files, base_model, tmp_path, make_config
+):
+    """The same with a filter that acts (a scripted reward: t0..t5 always solved): the longer run skips and
+    probes in the passes the shorter one lacks, and its first passes are the shorter run byte for byte."""
+    filt = {"k": 1, "probe_every": 2, "probe_fraction": 0.0, "semantics": "temporary"}
+    down = {"m": 2, "selection": "max_variance", "advantage_scope": "subset"}
+    runs = {}
+    for epochs in (2, 4):
+        cfg = parse_config(
+            make_config(
+                epochs=epochs,
+                checkpoint_every=2,
+                keep_checkpoints=10,
+                heldout_size=0,
+                filter=filt,
+                downsample=down,
+            )
+        )
+        model, tok = load_policy(base_model)
+        train, _ = build_prompts(load_samples([sample_files["single_turn"]]), tok, 2048)
+        easy = {r.ground_truth for r in train[:6]}
+        calls = {"n": 0}
+
+        def scripted(output, ground_truth, easy=easy, calls=calls):
+            calls["n"] += 1
+            return Reward(1.0 if ground_truth in easy or calls["n"] % 3 else 0.0, "correct")
+
+        trainer = GRPOTrainer(cfg, model, tok, train, [], scripted, seed=0, out_dir=tmp_path / str(epochs))
+        trainer.fit(log=lambda m: None)
+        runs[epochs] = [without_timings(m) for m in trainer.state.metrics]
+    a, b = runs[2], runs[4]
+    assert b[: len(a)] == a and len(b) > len(a)
+    assert sum(m["filter/skipped"] for m in b[len(a) :]) > 0 and b[-1]["filter/probed"] > 0
+    _same_weights(tmp_path / "2", tmp_path / "4", a[-1]["step"])
+
+
+def _same_weights(short, long, step):
+    """The checkpoint at `step` of two runs holds the same tensors, bit for bit."""
+    x = torch.load(short / "checkpoints" / f"step_{step}" / "model.pt", weights_only=True)
+    y = torch.load(long / "checkpoints" / f"step_{step}" / "model.pt", weights_only=True)
+    assert x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)
