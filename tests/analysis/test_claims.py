@@ -72,8 +72,23 @@ def test_paper_size_from_a_range_two_arms_or_a_value():
         (E(7.0, 6.5, 7.5, 3), {"magnitude": {"range": [6, 8]}}, c.REPRODUCED, "agrees"),
         # paper's 7 outside [1, 5], our 3 outside [6, 8]: the sign holds, the size does not
         (E(3.0, 1.0, 5.0, 3), {"magnitude": {"range": [6, 8]}}, c.DIRECTION_ONLY, "size differs"),
-        (E(3.0, -1.0, 7.0, 3), {}, c.NOT_REPRODUCED, "inconclusive"),
+        # no effect and (no size to compare) the effect both inside: inconclusive, not "not reproduced"
+        (E(3.0, -1.0, 7.0, 3), {}, c.INCONCLUSIVE, "includes 0"),
+        (E(3.0, -1.0, 7.0, 3), {"magnitude": {"range": [6, 8]}}, c.INCONCLUSIVE, "the paper's 7.00"),
+        # includes no effect and stops short of the paper's size: that excludes the paper's effect
+        (E(1.0, -1.0, 3.0, 3), {"magnitude": {"range": [6, 8]}}, c.NOT_REPRODUCED, "stops short of the paper's 6"),
+        # the first evidence run's multi-turn speedup: 1.81 [0.00, 2.25] holds 1 and stops short of 2.6
+        (E(1.81, 0.0, 2.25, 3), {"null": 1.0, "magnitude": {"value": 2.6}}, c.NOT_REPRODUCED, "short of the paper's 2.60"),
+        (E(1.81, 0.9, 3.0, 3), {"null": 1.0, "magnitude": {"value": 2.6}}, c.INCONCLUSIVE, "includes 1"),
+        # a fall that stops short: -1 [-3, +1] against the paper's -6.8 ± 0.98
+        (E(-1.0, -3.0, 1.0, 3), {"sign": -1, "magnitude": {"arms": [[22.7, 0.9], [15.9, 0.4]]}},
+         c.NOT_REPRODUCED, "short of the paper's -5.82"),
+        # a pipeline check cannot compare sizes: an interval holding 0 is inconclusive whatever its reach
+        (E(1.0, -1.0, 3.0, 3), {"magnitude": {"range": [6, 8]}, "comparable": False, "stand_in": "tiny"},
+         c.INCONCLUSIVE, "not comparable: tiny"),
         (E(-3.0, -5.0, -1.0, 3), {}, c.NOT_REPRODUCED, "opposite"),
+        # every seed scored the same on both sides (the tiny model at its floor): no signal, not a verdict
+        (E(0.0, 0.0, 0.0, 3), {"magnitude": {"range": [6, 8]}}, c.NO_SIGNAL, "do not move"),
         # a fall: -6.8 (the paper's) inside [-8, -5]
         (E(-6.5, -8.0, -5.0, 3), {"sign": -1, "magnitude": {"arms": [[22.7, 0.9], [15.9, 0.4]]}}, c.REPRODUCED, ""),
         # -5 is neither around -6.8 ± 0.98 nor is -6.8 in [-6, -4]
@@ -81,8 +96,9 @@ def test_paper_size_from_a_range_two_arms_or_a_value():
          c.DIRECTION_ONLY, "size differs"),
         (E(7.0, 6.5, 7.5, 3), {"magnitude": {"range": [6, 8]}, "comparable": False, "stand_in": "tiny"},
          c.DIRECTION_ONLY, "not comparable: tiny"),
-        (E(2.0, n=1), {"null": 1.0}, c.DIRECTION_ONLY, "no interval"),
-        (E(0.5, n=1), {"null": 1.0}, c.NOT_REPRODUCED, "not above 1"),
+        # a single seed never earns a verdict, whichever side it falls on
+        (E(2.0, n=1), {"null": 1.0}, c.NO_SIGNAL, "no interval"),
+        (E(0.5, n=1), {"null": 1.0}, c.NO_SIGNAL, "no interval"),
         (E(1.5, 1.2, 1.9, 3), {"null": 1.0}, c.REPRODUCED, "above 1"),
         (c.absent("no such study"), {}, c.NOT_TESTABLE, "no such study"),
     ],
@@ -97,7 +113,8 @@ def test_direction_verdict(ev, kwargs, label, words):
     [
         (E(95.0, 91.0, 98.0, 50), c.REPRODUCED, "above 90"),
         (E(85.0, 80.0, 89.0, 50), c.NOT_REPRODUCED, "not above 90"),
-        (E(92.0, 88.0, 96.0, 50), c.NOT_REPRODUCED, "inconclusive"),
+        (E(92.0, 88.0, 96.0, 50), c.INCONCLUSIVE, "includes 90"),
+        (E(92.0, n=1), c.NO_SIGNAL, "no interval"),
         (c.absent("no run"), c.NOT_TESTABLE, "no run"),
     ],
 )
@@ -111,7 +128,8 @@ def test_threshold_verdict(ev, label, words):
     [
         (E(0.5, -1.0, 1.9, 40), c.REPRODUCED, "within ±2"),
         (E(3.0, 2.5, 3.5, 40), c.NOT_REPRODUCED, "changed"),
-        (E(0.5, -3.0, 4.0, 40), c.NOT_REPRODUCED, "inconclusive"),
+        (E(0.5, -3.0, 4.0, 40), c.INCONCLUSIVE, "reaches beyond"),
+        (E(0.0, 0.0, 0.0, 40), c.NO_SIGNAL, "do not move"),
     ],
 )
 def test_unchanged_verdict(ev, label, words):
@@ -127,7 +145,7 @@ def test_beyond_the_paper_states_the_sign_without_a_verdict():
 
 def test_judge_dispatches_on_the_kind_and_names_the_allowed_ones():
     assert c.judge({"kind": "threshold", "above": 80}, E(90.0, 85.0, 95.0, 9)).label == c.REPRODUCED
-    assert c.judge({"kind": "direction", "no_effect": 1.0}, E(0.5, n=1)).label == c.NOT_REPRODUCED
+    assert c.judge({"kind": "direction", "no_effect": 1.0}, E(0.5, 0.2, 0.8, 3)).label == c.NOT_REPRODUCED
     with pytest.raises(ValueError, match="allowed: direction, threshold, unchanged, beyond"):
         c.judge({"kind": "vibes"}, E(1.0))
 
@@ -177,17 +195,17 @@ def test_scorecard_at_paper_scale_reads_bfcl(run_dir, run_units):
     assert card.loc["seed_spread", "estimate"] == pytest.approx(1.75)
     # vanilla's transition counts: 3 of 4 all-correct prompts stay so; Wilson [30.1, 95.4] includes 80
     assert card.loc["retention_single", "estimate"] == pytest.approx(75.0)
-    assert "inconclusive" in card.loc["retention_single", "reason"]
-    # one training seed: 2.0x, no interval
+    assert card.loc["retention_single", "verdict"] == c.INCONCLUSIVE
+    # one training seed: 2.0x, no interval: no signal, never a verdict
     assert (card.loc["speedup_single", "estimate"], card.loc["speedup_single", "verdict"]) == (
         2.0,
-        c.DIRECTION_ONLY,
+        c.NO_SIGNAL,
     )
     assert card.loc["speedup_multi", "verdict"] == c.NOT_TESTABLE
     assert "no rl-multi row" in card.loc["rl_gain_acebench", "reason"]
     # base 40, RL 45, stderr 5 each: +5 [-8.86, 18.86] reaches beyond the ±2 margin
     assert card.loc["general_unchanged", "low"] == pytest.approx(-8.8599, abs=1e-3)
-    assert "inconclusive" in card.loc["general_unchanged", "reason"]
+    assert card.loc["general_unchanged", "verdict"] == c.INCONCLUSIVE
     assert "n sweep" in card.loc["update_grows_with_n", "reason"]
 
 

@@ -7,9 +7,13 @@ rules below are pure functions of the evidence and the test:
 - reproduced: the whole interval lies on the paper's side (of no effect, of a threshold, inside the
   margin of "unchanged") and, where the paper gives a size, the sizes agree: the paper's value inside
   our interval, or ours inside the paper's spread;
-- direction only: the sign holds but the size differs, cannot be compared (a stand-in benchmark on a
-  pipeline check) or has no interval (n = 1);
-- not reproduced: the interval lies on the other side, or includes no effect (inconclusive, said so);
+- direction only: the whole interval is on the paper's side but the size differs or cannot be compared
+  (a stand-in benchmark on a pipeline check);
+- not reproduced: the interval excludes the paper's effect: it lies on the other side, or it holds no
+  effect and stops short of the paper's size;
+- inconclusive: the interval holds both no effect and the paper's size (or a size that cannot be compared);
+- no signal: a degenerate measurement that cannot speak either way: one seed (no interval), or an interval
+  of no width (every seed gave the same value: a floor, a ceiling, scores that cannot vary);
 - not testable at this scale: the run holds no evidence (a study it does not run, a single n), and why.
 """
 
@@ -29,10 +33,31 @@ from toolcall_repro.analysis import stats
 REPRODUCED = "reproduced"
 DIRECTION_ONLY = "direction only"
 NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
+NO_SIGNAL = "no signal"
 NOT_TESTABLE = "not testable at this scale"
 BEYOND = "beyond the paper"
-VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, NOT_TESTABLE, BEYOND)
+VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, INCONCLUSIVE, NO_SIGNAL, NOT_TESTABLE, BEYOND)
 CONFIDENCE = 0.95
+
+
+@cache
+def load_evidence() -> dict:
+    """evidence.yaml, shipped in the package: the committed efficiency evidence every scorecard cites."""
+    text = resources.files("toolcall_repro.analysis").joinpath("evidence.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def evidence_citation(setting: str, evidence: Mapping | None = None) -> str:
+    """One line naming the committed efficiency evidence's result for `setting` (commit, archive, verdict)."""
+    ev = evidence if evidence is not None else load_evidence()
+    row = (ev.get("settings") or {}).get(setting)
+    if not row:
+        return f"the committed evidence ({ev.get('commit', '?')}) has no {setting} result"
+    return (
+        f"committed evidence ({ev['result']}, commit {ev['commit']}, archive {ev['archive']}; {ev['doc']}): "
+        f"{row['verdict']}, {row['matched_speedup']}; {row['cost']}"
+    )
 
 
 @cache
@@ -213,6 +238,22 @@ def _interval(ev: Evidence) -> str:
     return f"[{ev.low:.2f}, {ev.high:.2f}]"
 
 
+def _no_signal(ev: Evidence, null: float | None = None) -> Verdict | None:
+    """A measurement that cannot speak: one seed (no interval), or no effect in every seed (an interval of
+    no width at `null`: every score equal, as at a floor or a ceiling)."""
+    if not ev.has_interval:
+        return Verdict(
+            NO_SIGNAL, f"n={ev.n}: a single measurement gives no interval (ours {ev.estimate:.2f})"
+        )
+    if null is not None and ev.low == ev.high == null:
+        return Verdict(
+            NO_SIGNAL,
+            f"every seed gave {null:g} (n={ev.n}): the scores do not move (a floor or a ceiling), so the "
+            "measurement says nothing either way",
+        )
+    return None
+
+
 def direction_verdict(
     ev: Evidence,
     *,
@@ -225,19 +266,24 @@ def direction_verdict(
     """An effect with a sign: the whole interval beyond `null` on the side of `sign`, then the size."""
     if not ev.has_estimate:
         return Verdict(NOT_TESTABLE, ev.missing or "no estimate")
+    degenerate = _no_signal(ev, null)
+    if degenerate:
+        return degenerate
     side = "above" if sign > 0 else "below"
-    if not ev.has_interval:
-        if sign * (ev.estimate - null) > 0:  # type: ignore[operator]
-            return Verdict(DIRECTION_ONLY, f"{side} {null:g} as the paper, but n={ev.n} gives no interval")
-        return Verdict(NOT_REPRODUCED, f"not {side} {null:g} (n={ev.n}, no interval)")
     ends = sorted(sign * (v - null) for v in (ev.low, ev.high))  # type: ignore[operator]
     if ends[1] < 0:
         return Verdict(NOT_REPRODUCED, f"the opposite: the interval {_interval(ev)} is not {side} {null:g}")
-    if ends[0] <= 0:
-        return Verdict(
-            NOT_REPRODUCED, f"inconclusive: the interval {_interval(ev)} includes {null:g} (n={ev.n})"
-        )
     size = paper_size(magnitude)
+    if ends[0] <= 0:
+        holds = f"the interval {_interval(ev)} includes {null:g} (n={ev.n})"
+        if size is not None and comparable and ends[1] < sign * (size[1] - null):
+            near = size[1] if sign > 0 else size[2]
+            return Verdict(NOT_REPRODUCED, f"{holds} and stops short of the paper's {near:.2f}")
+        if size is None:
+            return Verdict(INCONCLUSIVE, holds)
+        if not comparable:
+            return Verdict(INCONCLUSIVE, f"{holds}; the size is not comparable: {stand_in}")
+        return Verdict(INCONCLUSIVE, f"{holds} and the paper's {size[0]:.2f}")
     where = f"the interval {_interval(ev)} is {side} {null:g}"
     if size is None:
         return Verdict(REPRODUCED, where)
@@ -256,32 +302,28 @@ def threshold_verdict(ev: Evidence, *, above: float) -> Verdict:
     """A level: the whole interval above `above`."""
     if not ev.has_estimate:
         return Verdict(NOT_TESTABLE, ev.missing or "no estimate")
-    if not ev.has_interval:
-        if ev.estimate > above:  # type: ignore[operator]
-            return Verdict(DIRECTION_ONLY, f"above {above:g}, but n={ev.n} gives no interval")
-        return Verdict(NOT_REPRODUCED, f"not above {above:g} (n={ev.n}, no interval)")
+    degenerate = _no_signal(ev)
+    if degenerate:
+        return degenerate
     if ev.low > above:  # type: ignore[operator]
         return Verdict(REPRODUCED, f"the interval {_interval(ev)} is above {above:g}")
     if ev.high <= above:  # type: ignore[operator]
         return Verdict(NOT_REPRODUCED, f"the interval {_interval(ev)} is not above {above:g}")
-    return Verdict(
-        NOT_REPRODUCED, f"inconclusive: the interval {_interval(ev)} includes {above:g} (n={ev.n})"
-    )
+    return Verdict(INCONCLUSIVE, f"the interval {_interval(ev)} includes {above:g} (n={ev.n})")
 
 
 def unchanged_verdict(ev: Evidence, *, margin: float) -> Verdict:
     """No change: the whole interval of the change inside (-margin, margin)."""
     if not ev.has_estimate:
         return Verdict(NOT_TESTABLE, ev.missing or "no estimate")
-    if not ev.has_interval:
-        return Verdict(DIRECTION_ONLY, f"change {ev.estimate:+.2f} without an interval (n={ev.n})")
+    degenerate = _no_signal(ev, 0.0)
+    if degenerate:
+        return degenerate
     if -margin < ev.low and ev.high < margin:  # type: ignore[operator]
         return Verdict(REPRODUCED, f"the interval {_interval(ev)} lies within ±{margin:g}")
     if ev.low >= margin or ev.high <= -margin:  # type: ignore[operator]
         return Verdict(NOT_REPRODUCED, f"changed: the interval {_interval(ev)} lies beyond ±{margin:g}")
-    return Verdict(
-        NOT_REPRODUCED, f"inconclusive: the interval {_interval(ev)} reaches beyond ±{margin:g} (n={ev.n})"
-    )
+    return Verdict(INCONCLUSIVE, f"the interval {_interval(ev)} reaches beyond ±{margin:g} (n={ev.n})")
 
 
 def beyond_verdict(ev: Evidence, null: float = 0.0) -> Verdict:

@@ -55,6 +55,10 @@ def build_scorecard(
             ev = evidence(test, tables[name], scores)
         comparable = not pipeline_check
         verdict = c.judge(test, ev, comparable=comparable, stand_in=STAND_IN.get(test["statistic"], ""))
+        if test["statistic"] == "speedup":  # this run's figure is beside the evidence, never instead of it
+            verdict = c.Verdict(
+                verdict.label, f"{verdict.reason}; {c.evidence_citation(test['settings'][0])}"
+            )
         rows.append(
             {
                 "claim": claim["id"],
@@ -113,9 +117,15 @@ def build_scorecard(
         ),
         "rules (toolcall_repro.analysis.claims): reproduced = the whole 95% interval on the paper's side and, "
         "where the paper gives a size, the paper's value inside our interval or ours inside its spread; "
-        "direction only = the sign holds but the size differs, is not comparable, or n = 1 gives no interval; "
-        "not reproduced = the interval on the other side or including no effect (inconclusive); not testable "
-        "at this scale = the run holds no evidence for it",
+        "direction only = the whole interval on the paper's side, the size differs or is not comparable; "
+        "not reproduced = the interval excludes the paper's effect (the other side, or holding no effect and "
+        "stopping short of the paper's size); inconclusive = the interval holds both no effect and the "
+        "paper's size (or one that cannot be compared); no signal = a measurement that cannot speak (one "
+        "seed, or every score equal: a floor or a ceiling); not testable at this scale = the run holds no "
+        "evidence for it",
+        "efficiency rows: this run's speedup is a "
+        + ("pipeline check" if pipeline_check else "measurement of this run")
+        + "; each cites the committed efficiency evidence (`make evidence`, docs/efficiency.md) beside it",
         f"the claims, the paper's numbers and each test are fixed in claims.yaml ({spec.get('paper', '')}); "
         "the `table` column names the table every number is read from",
     ]
