@@ -18,11 +18,14 @@ RUN_CONFIG ?=
 run: install
 	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/snakemake --cores 2 $(if $(RUN_CONFIG),--configfile $(RUN_CONFIG))
 
-# The efficiency evidence, pre-registered in docs/efficiency.md: ~10.9 CPU-h of jobs, ~5.5-6 h on an idle 2-core machine (its run, 4-5 Dec 2026).
+# The efficiency evidence, pre-registered in docs/efficiency.md ("Pre-registration 2"): 20 trainings, ~24 CPU-h
+# of jobs predicted, ~12 h on an idle 2-core machine, multi-turn's 10 trainings first (~7.5 h with the upstream).
 # Rerun after a stop: finished jobs are kept, an interrupted training continues from its last checkpoint
 # (after a kill, first clear Snakemake's lock: .venv/bin/snakemake efficiency --configfile config/evidence.yaml --unlock).
+EVIDENCE_FIRST = $(foreach v,vanilla efficient,results/evidence/train/multi_turn/$(v)/summary.json \
+	$(foreach k,1 2 3 4,results/evidence/train/multi_turn/$(v)/seed$(k)/summary.json))
 evidence: install
-	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/snakemake efficiency --cores 2 --rerun-incomplete --configfile config/evidence.yaml
+	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/snakemake efficiency --cores 2 --rerun-incomplete --prioritize $(EVIDENCE_FIRST) --configfile config/evidence.yaml
 
 # Every test: the main suite in .venv, then the verl CPU tests in .venv-verl.
 test: install install-verl

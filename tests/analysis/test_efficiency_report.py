@@ -77,7 +77,7 @@ def test_efficiency_table_hand_case():
     )
     # matched: target .25 + 0.8 * .5 = .65, vanilla at 1 + .15 / .25 = 1.6 h, efficient at 0.8 h
     assert e["matched_target"] == pytest.approx(0.65) and e["matched_speedup"] == pytest.approx(2.0)
-    assert e["matched_not_reached_pairs"] == ""
+    assert e["matched_censored_pairs"] == "" and e["matched_censored_share"] == 0.0
     v = t.loc["vanilla vs vanilla (peak: seed s vs s+1; matched: seed 1 vs 0)"]
     # .25 -> .75 on 2 of 4 prompts; 4 prompts cannot exclude 0 (all-zero resamples have p = 1/16 > 2.5%)
     assert v["gain"] == pytest.approx(0.5) and v["gain_low"] == 0.0 and v["gain_high"] == 1.0
@@ -194,3 +194,35 @@ def test_a_noise_floor_far_from_one_says_its_estimator_carries_no_claim():
     notes = " ".join(table.notes)
     assert "multi_turn: matched speedup carries no claim: its vanilla-vs-vanilla row is 2.00 [" in notes
     assert "claim rule (pre-registered" in notes
+
+
+def test_margin_tied_to_vanilla_gain_and_the_pre_registered_verdict_line():
+    # Efficient ends one prompt of four below vanilla (0.5 against 0.75) in both seeds: -0.25, outside a
+    # quarter of vanilla's +0.5 gain (0.125); a fixed margin of 0.8 passes it (4 prompts: the resamples
+    # drawing the lost prompt 3 times of 4 put the interval's low end at -0.75).
+    worse = [_run("efficient", s, 2.0, 1.0, 0.5) for s in (0, 1)]
+    for r in worse:
+        r.curve["heldout_outcomes"] = [*OUTCOMES[:3], OUTCOMES[1]]
+    runs = [*(_run("vanilla", s, 4.0, 3.0, 1.0) for s in (0, 1)), *worse]
+    tied, _ = efficiency_tables(runs, margin={"of_vanilla_gain": 0.25}, n_bootstrap=300)
+    e = tied.frame.set_index("variant").loc["efficient"]
+    assert e["final_diff"] == pytest.approx(-0.25) and e["non_inferiority_margin"] == pytest.approx(0.125)
+    assert not e["non_inferior"]
+    assert "0.25 of vanilla's gain (the variant keeps at least 0.75 of it)" in " ".join(tied.notes)
+    (line,) = [n for n in tied.notes if "verdict on efficient" in n]
+    assert "not shown non-inferior at a margin of 0.125" in line
+    fixed, _ = efficiency_tables(runs, margin=0.8, n_bootstrap=300)
+    assert fixed.frame.set_index("variant").loc["efficient", "non_inferior"]
+
+
+def test_the_verdict_line_is_the_claims_rule_on_the_matched_speedup():
+    # Identical vanilla seeds give a floor of exactly 1 [1, 1] (inside [0.5, 2]); efficient, the same
+    # curve in half the time, is 2x [2, 2]: above 1, short of the paper's 2.6 (claims.yaml) -> direction only.
+    runs = [
+        *(_run("vanilla", s, 4.0, 3.0, 1.0) for s in (0, 1)),
+        *(_run("efficient", s, 2.0, 1.0, 0.5) for s in (0, 1)),
+    ]
+    table, _ = efficiency_tables(runs, margin={"of_vanilla_gain": 0.25}, n_bootstrap=200)
+    (line,) = [n for n in table.notes if "verdict on efficient" in n]
+    assert line.startswith("multi_turn: verdict on efficient (pre-registered rule): direction only")
+    assert "the paper's 2.60" in line and "non-inferior at a margin of 0.125" in line

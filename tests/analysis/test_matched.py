@@ -88,7 +88,7 @@ def test_the_same_learner_twice_as_fast_is_two_with_a_zero_width_interval():
     assert m.per_pair[(0, 0)].candidate_time == pytest.approx(0.8)
     assert m.ratio == pytest.approx(2.0)
     assert (m.ci_low, m.ci_high) == pytest.approx((2.0, 2.0))
-    assert m.not_reached_share == 0.0 and not m.not_reached and not m.no_gain
+    assert m.censored_share == 0.0 and not m.censored and not m.no_gain
 
 
 def test_a_dip_does_not_decide_the_time():
@@ -113,41 +113,58 @@ def test_times_pool_over_seed_pairs():
     assert {p: t.ratio for p, t in m.per_pair.items()} == pytest.approx({(0, 0): 2.0, (1, 1): 4.0})
 
 
-def test_a_variant_that_misses_has_no_ratio_and_its_resamples_count_as_zero():
+def test_a_variant_that_misses_is_censored_at_its_budget_not_counted_as_zero():
+    # vanilla crosses the target 0.6 at t = 2; the variant never does and stops at t = 3: censored there,
+    # so the pair's ratio is at most 2 / 3 (its true time is later), not 0.
     base = {0: same_everywhere([0, 1, 2, 3], [0.2, 0.4, 0.6, 0.7])}
     cand = {0: same_everywhere([0, 1, 2, 3], [0.2, 0.3, 0.4, 0.5])}  # best 0.5 < target 0.6
     m = matched_speedup(base, cand, n_bootstrap=200)
-    assert m.ratio is None and m.not_reached == [(0, 0)]
-    assert m.per_pair[(0, 0)].candidate_time is None
-    assert m.not_reached_share == 1.0 and (m.ci_low, m.ci_high) == (0.0, 0.0)
+    assert m.target == pytest.approx(0.6)
+    assert m.per_pair[(0, 0)] == PairTimes(pytest.approx(2.0), 3.0, False, True)
+    assert m.censored == m.candidate_censored == [(0, 0)]
+    assert m.ratio == pytest.approx(2 / 3)
+    assert m.censored_share == 1.0 and (m.ci_low, m.ci_high) == pytest.approx((2 / 3, 2 / 3))
 
 
-def test_the_share_of_missing_resamples_is_reported_not_dropped():
-    # Prompt resampling is a no-op here (every prompt scores the same); pair 1's variant misses, so a
-    # resample misses unless both draws of 2 are pair 0: share 1 - 1/4.
+def test_a_longer_budget_lets_a_slow_variant_cross():
+    # The same variant given twice the compute crosses the target at t = 5: a time, not a censored budget.
+    base = {0: same_everywhere([0, 1, 2, 3], [0.2, 0.4, 0.6, 0.7])}
+    cand = {0: same_everywhere([0, 1, 2, 3, 4, 5, 6], [0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.62])}
+    m = matched_speedup(base, cand, n_bootstrap=100)
+    assert m.per_pair[(0, 0)] == PairTimes(pytest.approx(2.0), pytest.approx(5.0), False, False)
+    assert m.ratio == pytest.approx(0.4) and m.censored_share == 0.0
+
+
+def test_the_share_of_censored_resamples_is_reported_and_they_stay_in():
+    # Prompt resampling is a no-op here (every prompt scores the same); pair 1's variant misses and is
+    # censored at t = 2 (vanilla: 0.8): a resample has a censored run unless both draws of 2 are pair 0.
     base = {s: same_everywhere([0, 1, 2], [0.2, 0.6, 1.0]) for s in (0, 1)}
     cand = {0: same_everywhere([0, 0.5, 1], [0.2, 0.6, 1.0]), 1: same_everywhere([0, 1, 2], [0.2, 0.5, 0.6])}
     m = matched_speedup(base, cand, n_bootstrap=4000, seed=3)
-    assert m.ratio is None and m.not_reached == [(1, 1)]
-    assert m.not_reached_share == pytest.approx(0.75, abs=0.03)
-    assert m.ci_low == 0.0 and m.ci_high == pytest.approx(2.0)
+    assert m.censored == [(1, 1)]
+    assert m.ratio == pytest.approx((1.6 + 1.6) / (0.8 + 2.0))
+    assert m.censored_share == pytest.approx(0.75, abs=0.03)
+    assert m.ci_low == pytest.approx(1.6 / 2.0) and m.ci_high == pytest.approx(2.0)
 
 
-def test_a_baseline_that_misses_counts_as_infinitely_slow():
-    # vanilla seed 1 ends at 0.6 < target 0.2 + 0.8 * 0.6 = 0.68 (finals 1.0 and 0.6 pool to 0.8)
+def test_a_baseline_that_misses_is_censored_too():
+    # vanilla seed 1 ends at 0.6 < target 0.2 + 0.8 * 0.6 = 0.68 (finals 1.0 and 0.6 pool to 0.8): censored
+    # at its last checkpoint, t = 2, a lower bound on its time (so on the pooled ratio)
     base = {0: same_everywhere([0, 1, 2], [0.2, 0.6, 1.0]), 1: same_everywhere([0, 1, 2], [0.2, 0.4, 0.6])}
     cand = {s: same_everywhere([0, 1, 2], [0.2, 0.6, 1.0]) for s in (0, 1)}
     m = matched_speedup(base, cand, n_bootstrap=400)
     assert m.target == pytest.approx(0.68)
-    assert m.per_pair[(1, 1)] == PairTimes(None, pytest.approx(1.2))
-    assert m.ratio is None and m.ci_high == math.inf
+    assert m.per_pair[(1, 1)] == PairTimes(2.0, pytest.approx(1.2), True, False)
+    assert m.censored == [(1, 1)] and not m.candidate_censored
+    assert m.ratio == pytest.approx((1.2 + 2.0) / 2.4) and math.isfinite(m.ci_high)
 
 
 def test_no_gain_means_no_accuracy_to_match():
     base = {0: outcomes([0, 1], [5, 4])}
     cand = {0: outcomes([0, 1], [5, 6])}
     m = matched_speedup(base, cand, n_bootstrap=100)
-    assert m.no_gain and m.ratio is None and m.not_reached_share == 1.0
+    assert m.no_gain and m.ratio is None and not m.per_pair
+    assert m.no_gain_share == 1.0 and math.isnan(m.ci_low)
 
 
 def test_pairs_must_name_runs_and_share_the_held_out_set():
@@ -177,14 +194,24 @@ def test_noise_floor_is_the_last_seed_against_the_others_because_a_rotation_is_a
 
 
 def _floor(ratio, lo, hi) -> MatchedSpeedup:
-    return MatchedSpeedup(0.8, 0.5, 0.2, 0.3, {}, ratio, lo, hi, 0.0, 0.95)
+    return MatchedSpeedup(0.8, 0.5, 0.2, 0.3, {}, ratio, lo, hi, 0.0, 0.0, 0.95)
 
 
 def test_floor_rule_near_one_and_covering_one():
     assert floor_supports_claim(_floor(1.1, 0.7, 1.6))
-    assert floor_supports_claim(_floor(0.7, 0.4, 1.2))  # within 1.5x of 1 (0.67 .. 1.5), covering 1
+    assert floor_supports_claim(_floor(0.7, 0.55, 1.2))  # within 1.5x of 1 (0.67 .. 1.5), covering 1
     assert not floor_supports_claim(_floor(1.6, 0.9, 2.6))  # covers 1 but is further than 1.5x from it
     assert not floor_supports_claim(_floor(1.3, 1.02, 1.6))  # near, but the interval excludes 1
     assert not floor_supports_claim(_floor(1.2, 1.05, 1.4))  # near, but the interval excludes 1
     assert not floor_supports_claim(_floor(None, 0.0, 1.4))  # not reached
     assert not floor_supports_claim(None)
+
+
+def test_floor_rule_wants_a_bounded_interval():
+    """The first evidence run's single-turn floor, 1.12 [0.00, inf], passed the old rule; an interval that
+    wide cannot tell two runs of one method apart, so the estimator may not carry a claim."""
+    assert not floor_supports_claim(_floor(1.12, 0.0, math.inf))
+    assert not floor_supports_claim(_floor(0.81, 0.0, 1.82))  # multi-turn's: its low end is 0
+    assert not floor_supports_claim(_floor(1.1, 0.7, 2.3))  # reaches past 2x
+    assert not floor_supports_claim(_floor(1.0, 0.45, 1.3))  # reaches below 0.5x
+    assert floor_supports_claim(_floor(1.0, 0.5, 2.0))  # the bounds themselves pass

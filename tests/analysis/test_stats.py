@@ -8,7 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from toolcall_repro.analysis.stats import non_inferiority, paired_bootstrap, wilson_interval
+from toolcall_repro.analysis.stats import (
+    gain_non_inferiority,
+    non_inferiority,
+    paired_bootstrap,
+    wilson_interval,
+)
 
 
 def test_wilson_matches_the_hand_computed_interval():
@@ -87,3 +92,57 @@ def test_non_inferiority_at_a_stated_margin():
     assert non_inferiority(base, base, margin=0.01).non_inferior
     with pytest.raises(ValueError):
         non_inferiority(base, base, margin=-0.1)
+
+
+# --- non-inferiority over seed pairs and prompts, margin tied to the gain ---------------------------
+
+
+def _flat(values, prompts=20):
+    """(pairs, prompts): pair j scores values[j] on every prompt (prompt resampling changes nothing)."""
+    return np.array([[v] * prompts for v in values], dtype=float)
+
+
+def test_gain_non_inferiority_carries_the_seeds_variance():
+    # Candidate +0.1 in one pair, -0.1 in the other: the seed-averaged outcomes are equal, so a bootstrap
+    # over prompts alone calls it exactly 0 [0, 0]; over pairs too the interval is [-0.1, +0.1], wider than
+    # a quarter of the gain (0.05): not non-inferior.
+    start, base = _flat([0.3, 0.3]), _flat([0.5, 0.5])
+    cand = _flat([0.6, 0.4])
+    seed_averaged = non_inferiority(base.mean(axis=0), cand.mean(axis=0), 0.05, n_bootstrap=500)
+    assert (seed_averaged.difference.low, seed_averaged.difference.high) == (0.0, 0.0)
+    ni = gain_non_inferiority(start, base, cand, of_gain=0.25, n_bootstrap=2000, seed=1)
+    assert ni.difference.estimate == pytest.approx(0.0)
+    assert (ni.difference.low, ni.difference.high) == pytest.approx((-0.1, 0.1))
+    assert ni.gain.estimate == pytest.approx(0.2) and ni.margin == pytest.approx(0.05)
+    assert not ni.non_inferior
+
+
+def test_gain_non_inferiority_margin_is_a_share_of_the_gain():
+    # The same 3-point loss is inside a quarter of a 20-point gain and outside a quarter of an 8-point one.
+    big = gain_non_inferiority(_flat([0.3]), _flat([0.5]), _flat([0.47]), n_bootstrap=200)
+    small = gain_non_inferiority(_flat([0.3]), _flat([0.38]), _flat([0.35]), n_bootstrap=200)
+    assert big.difference.estimate == pytest.approx(-0.03) == small.difference.estimate
+    assert big.non_inferior and big.margin == pytest.approx(0.05)
+    assert not small.non_inferior and small.margin == pytest.approx(0.02)
+    fixed = gain_non_inferiority(_flat([0.3]), _flat([0.38]), _flat([0.35]), of_gain=None, margin=0.05)
+    assert fixed.non_inferior and fixed.of_gain is None and fixed.margin == 0.05
+
+
+def test_gain_non_inferiority_resamples_prompts_too():
+    # One pair; the candidate loses prompt 0 (of 4) that the baseline solved: -0.25 on average, and a
+    # prompt resample can draw prompt 0 up to four times, so the interval reaches -1 or near it.
+    start = np.zeros((1, 4))
+    base = np.ones((1, 4))
+    cand = np.array([[0.0, 1.0, 1.0, 1.0]])
+    ni = gain_non_inferiority(start, base, cand, n_bootstrap=2000, seed=0)
+    assert ni.difference.estimate == pytest.approx(-0.25) and ni.difference.low <= -0.5
+    assert ni.difference.high == 0.0 and not ni.non_inferior
+
+
+def test_gain_non_inferiority_rejects_bad_shapes_and_margins():
+    with pytest.raises(ValueError, match="one shape"):
+        gain_non_inferiority(np.zeros((2, 3)), np.zeros((2, 3)), np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="exactly one"):
+        gain_non_inferiority(_flat([0]), _flat([0]), _flat([0]), of_gain=0.25, margin=0.05)
+    with pytest.raises(ValueError, match="of_gain must be in"):
+        gain_non_inferiority(_flat([0]), _flat([0]), _flat([0]), of_gain=1.5)

@@ -1,5 +1,5 @@
 """The efficiency evidence (`make evidence`): its dry-run plans exactly the pre-registered design
-(docs/efficiency.md, "Pre-registration"), read from the jobs' own specs."""
+(docs/efficiency.md, "Pre-registration 2"), read from the jobs' own specs."""
 
 from __future__ import annotations
 
@@ -17,9 +17,19 @@ from toolcall_repro.plan import parse_dryrun
 REPO = Path(__file__).resolve().parents[2]
 # The pre-registered design, written out here on purpose: a change of config/evidence.yaml must fail this.
 TRAININGS = {
-    (s, v, k) for s in ("multi_turn", "single_turn") for v in ("vanilla", "efficient") for k in (0, 1, 2)
+    (s, v, k)
+    for s in ("multi_turn", "single_turn")
+    for v in ("vanilla", "efficient")
+    for k in (0, 1, 2, 3, 4)
 }
-PASSES = {"multi_turn": 5, "single_turn": 4}
+# Equal compute: efficient trains twice vanilla's passes (about half the CPU a pass in the first run).
+PASSES = {
+    ("multi_turn", "vanilla"): 5,
+    ("multi_turn", "efficient"): 10,
+    ("single_turn", "vanilla"): 4,
+    ("single_turn", "efficient"): 8,
+}
+CHECKPOINT_EVERY = {"multi_turn": 28, "single_turn": 32}
 HELDOUT = 400
 TRAIN_PROMPTS = {"multi_turn": 448, "single_turn": 512}
 SPLIT_SEED = 3  # filter.seed: the reserve and the held-out draw; earlier runs used 0 only
@@ -27,9 +37,10 @@ DATA_SEED = 3  # data seeds 0-2 were used before
 
 
 def make_evidence_args() -> list[str]:
-    """The snakemake arguments of `make evidence`, from the Makefile's recipe."""
-    recipe = (REPO / "Makefile").read_text().split("\nevidence:")[1].split("\n\n")[0]
-    return shlex.split(recipe.split(".venv/bin/snakemake", 1)[1])
+    """The snakemake arguments of `make evidence`, as make expands its recipe (nothing is run)."""
+    out = subprocess.run(["make", "-s", "-n", "-C", str(REPO), "evidence"], capture_output=True, text=True)
+    (line,) = [ln for ln in out.stdout.splitlines() if ".venv/bin/snakemake efficiency" in ln]
+    return shlex.split(line.split(".venv/bin/snakemake", 1)[1])
 
 
 def test_make_evidence_runs_the_efficiency_target_with_the_evidence_config():
@@ -37,6 +48,9 @@ def test_make_evidence_runs_the_efficiency_target_with_the_evidence_config():
     assert args[0] == "efficiency"  # before --configfile, which takes every argument after it
     assert args[-2:] == ["--configfile", "config/evidence.yaml"] and "--cores" in args
     assert "--rerun-incomplete" in args  # an interrupted sitting resumes (trainings from checkpoints)
+    # multi-turn (the primary setting) first: its ten trainings' summaries are prioritised
+    first = args[args.index("--prioritize") + 1 : args.index("--configfile")]
+    assert len(first) == 10 and all(f.startswith("results/evidence/train/multi_turn/") for f in first)
 
 
 def test_evidence_target_plans_the_preregistered_design(smk):
@@ -55,14 +69,19 @@ def test_evidence_target_plans_the_preregistered_design(smk):
     assert planned == TRAININGS and len(train) == len(TRAININGS)
     for j in train:
         cfg = j.run_config
-        assert cfg["epochs"] == PASSES[cfg["setting"]] and cfg["heldout_size"] == HELDOUT, j.name
+        assert cfg["epochs"] == PASSES[cfg["setting"], cfg["variant"]] and cfg["heldout_size"] == HELDOUT, (
+            j.name
+        )
+        assert cfg["checkpoint_every"] == CHECKPOINT_EVERY[cfg["setting"]], j.name
         assert cfg["heldout_samples"] == 4 and cfg["n"] == 8 and cfg["batch_size"] == 8
         if cfg["variant"] == "efficient":
             assert cfg["filter"]["k"] == 1 and cfg["filter"]["probe_every"] == 2
             assert cfg["downsample"] == {"m": 4, "selection": "max_variance", "advantage_scope": "subset"}
         else:
             assert cfg["filter"] is None and cfg["downsample"] is None
-    assert PASSES["multi_turn"] >= 5  # probes fall due at epoch 3 (k = 1, probe_every 2)
+    assert PASSES["multi_turn", "vanilla"] >= 5  # probes fall due at epoch 3 (k = 1, probe_every 2)
+    (report,) = [j for j in jobs if j.rule == "report_efficiency"]
+    assert report.run_config["efficiency"]["margin"] == {"of_vanilla_gain": 0.25}
 
     for setting in ("multi_turn", "single_turn"):
         (filt,) = [j for j in jobs if j.rule == f"filter_{setting}"]

@@ -8,12 +8,15 @@ Per setting, each variant against vanilla over paired seeds:
   gain), with its own noise floor, vanilla's last seed against the others; an estimator carries a claim
   only when its floor is near 1x with an interval covering 1 (`matched.floor_supports_claim`), and the
   notes say, per setting, which does;
-- non-inferiority of final held-out accuracy at the configured margin (paired over prompts);
+- non-inferiority of final held-out accuracy over seed pairs and prompts together, at a margin tied to
+  vanilla's gain (`margin: {of_vanilla_gain: q}`: the variant keeps at least 1 - q of it) or a fixed one;
 - the measured cost ratio (vanilla's training seconds / the variant's per seed pair, on the device
   clock the estimators use: CPU seconds on CPU, `runstats.clock`) next to the ratio predicted from the
   measured filter rate f, vanilla's update share u and the kept fraction;
 - the regime: first-epoch group types, filter rate, probe precision with a Wilson interval, clip fraction.
-Vanilla's own row: its held-out gain (final - initial) with a paired interval.
+Vanilla's own row: its held-out gain (final - initial) with an interval over seeds and prompts.
+Per setting, the verdict of the pre-registered rule (docs/efficiency.md): the claims' direction rule
+(`claims.direction_verdict`) on the matched speedup against the paper's size, when its noise floor passes.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from toolcall_repro.analysis import runstats
+from toolcall_repro.analysis import claims, runstats
 from toolcall_repro.analysis.efficiency import DEVICE_TIME, by_setting_variant
 from toolcall_repro.analysis.loaders import TrainingRun
 from toolcall_repro.analysis.matched import (
+    FLOOR_BOUND,
     FLOOR_NEAR,
     MATCHED_FRACTION,
     floor_supports_claim,
@@ -35,7 +39,7 @@ from toolcall_repro.analysis.matched import (
     noise_floor_pairs,
 )
 from toolcall_repro.analysis.speedup import OutcomeCurve, peak_speedup
-from toolcall_repro.analysis.stats import non_inferiority, paired_bootstrap, wilson_interval
+from toolcall_repro.analysis.stats import gain_non_inferiority, seed_prompt_difference, wilson_interval
 from toolcall_repro.analysis.tabular import Table
 from toolcall_repro.rl.metrics import epoch_report, predicted_step_ratio
 
@@ -81,8 +85,27 @@ def _n_ratio(variant: Sequence[TrainingRun], baseline: Sequence[TrainingRun]) ->
     return float(ns[0].pop()) / float(ns[1].pop())
 
 
-def _seed_mean(curves: Mapping[int, OutcomeCurve], row: int) -> np.ndarray:
-    return np.mean([c.outcomes[row] for c in curves.values()], axis=0)
+def _rows(curves: Mapping[int, OutcomeCurve], seeds: Sequence[int], row: int) -> np.ndarray:
+    """(seeds, prompts): each seed's per-prompt outcomes at checkpoint `row` (0 first, -1 final)."""
+    return np.array([curves[s].outcomes[row] for s in seeds])
+
+
+def margin_rule(margin: float | Mapping) -> tuple[float | None, float | None]:
+    """(of_gain, fixed) from config train.efficiency.margin: a number (a fixed margin in accuracy) or
+    {of_vanilla_gain: q} (a share of vanilla's gain)."""
+    if isinstance(margin, Mapping):
+        return float(margin["of_vanilla_gain"]), None
+    return None, float(margin)
+
+
+def paper_speedups() -> dict[str, float]:
+    """The paper's speedup at matched accuracy per setting, from claims.yaml (the scorecard's numbers)."""
+    out = {}
+    for claim in claims.load_claims()["claims"]:
+        test = claim["test"]
+        if test.get("statistic") == "speedup" and test.get("magnitude"):
+            out[test["settings"][0]] = float(test["magnitude"]["value"])
+    return out
 
 
 def _fmt(x: float | None, digits: int = 2) -> str:
@@ -106,7 +129,7 @@ def _step_seconds(run: TrainingRun) -> float:
 def efficiency_tables(
     runs: Sequence[TrainingRun],
     *,
-    margin: float = 0.05,
+    margin: float | Mapping = 0.05,
     baseline: str = "vanilla",
     n_bootstrap: int = 2000,
     seed: int = 0,
@@ -114,6 +137,13 @@ def efficiency_tables(
     fraction: float = MATCHED_FRACTION,
 ) -> list[Table]:
     """The efficiency table on held-out `metric` (greedy or sampled), then the per-epoch table."""
+    of_gain, fixed = margin_rule(margin)
+    margin_words = (
+        f"{of_gain:g} of vanilla's gain (the variant keeps at least {1 - of_gain:g} of it)"
+        if of_gain is not None
+        else f"{fixed:g} (fixed)"
+    )
+    paper = paper_speedups()
     rows, notes = (
         [],
         [
@@ -130,15 +160,20 @@ def efficiency_tables(
             f"matched speedup = time for vanilla to reach {fraction:g} of vanilla's pooled final gain over the"
             " start / time for the variant to reach it, on each run's curve made monotone by isotonic"
             " regression (checkpoints weighted by held-out prompts), times interpolated, pooled over paired"
-            " seeds; [95% bootstrap over prompts and seed pairs, the target recomputed; a resample where the"
-            " variant misses counts 0, where only vanilla misses +inf; the share of such resamples is shown]",
+            " seeds; a run that never reaches the target is censored at its budget (its last checkpoint's"
+            " time: a censored variant's true time is later, so a ratio with one is an upper bound);"
+            " [95% bootstrap over prompts and seed pairs, the target recomputed; the share of resamples with"
+            " a censored run is shown]",
             "noise floors: time to vanilla's peak on vanilla seed s against s+1; matched speedup on vanilla's"
             " last seed against each other seed (with one target for all pairs a rotation is 1 by"
             " construction)",
             f"claim rule (pre-registered, docs/efficiency.md): an estimator carries a claim only if its"
-            f" vanilla-vs-vanilla row lies within {FLOOR_NEAR:g}x of 1 with an interval covering 1",
-            f"non-inferior: paired 95% interval of final accuracy (variant - vanilla) has its low end above"
-            f" -{margin}",
+            f" vanilla-vs-vanilla row lies within {FLOOR_NEAR:g}x of 1 with a 95% interval covering 1 and"
+            f" inside [{1 / FLOOR_BOUND:g}, {FLOOR_BOUND:g}]",
+            f"final acc - vanilla: each variant run's last checkpoint against its paired vanilla run's, 95%"
+            f" bootstrap over seed pairs and prompts together; vanilla gain: final - first checkpoint, the"
+            f" same way; non-inferior: the low end of (variant - vanilla) + margin above 0, margin"
+            f" {margin_words}, recomputed in every resample",
             "cost ratio = vanilla's training seconds / the variant's per seed pair (mean [min, max]), and u,"
             " on the estimators' device clock (CPU seconds on CPU, not wall);"
             " predicted = 1/(r((1-f)(1-u)+(1-f)u kept)) from measured f, vanilla's u, the variant's kept fraction"
@@ -152,9 +187,11 @@ def efficiency_tables(
             notes.append(f"{setting}: no vanilla runs with per-prompt outcomes: no intervals")
             continue
         base_u = float(np.mean([runstats.update_share(r.metrics) for r in base.values()]))
-        vanilla_gain = paired_bootstrap(
-            _seed_mean(base_curves, 0), _seed_mean(base_curves, -1), n_bootstrap=n_bootstrap, seed=seed
+        order = sorted(base_curves)
+        vanilla_gain = seed_prompt_difference(
+            _rows(base_curves, order, 0), _rows(base_curves, order, -1), n_bootstrap=n_bootstrap, seed=seed
         )
+        floor_ok = {}
         for variant, seeds in sorted(variants.items(), key=lambda kv: (kv[0] != baseline, kv[0])):
             curves = {s: outcome_curve(r, metric=metric) for s, r in seeds.items()}
             if any(c is None for c in curves.values()):
@@ -218,6 +255,7 @@ def efficiency_tables(
                     row["variant"] = (
                         f"{baseline} vs {baseline} (peak: seed s vs s+1; matched: seed {ordered[-1]} vs {others})"
                     )
+                floor_ok = {name: floor_supports_claim(f) for name, f in floors.items()}
                 notes += [_claim_note(setting, name, f) for name, f in floors.items()]
             elif pairs:
                 sp = peak_speedup(
@@ -227,21 +265,20 @@ def efficiency_tables(
                     seed=seed,
                 )
                 row.update(_speedup_cols(sp))
-                row.update(
-                    _matched_cols(
-                        matched_speedup(
-                            {s: base_curves[s] for s in pairs},
-                            {s: curves[s] for s in pairs},
-                            fraction=fraction,
-                            n_bootstrap=n_bootstrap,
-                            seed=seed,
-                        )
-                    )
+                matched = matched_speedup(
+                    {s: base_curves[s] for s in pairs},
+                    {s: curves[s] for s in pairs},
+                    fraction=fraction,
+                    n_bootstrap=n_bootstrap,
+                    seed=seed,
                 )
-                ni = non_inferiority(
-                    _seed_mean({s: base_curves[s] for s in pairs}, -1),
-                    _seed_mean({s: curves[s] for s in pairs}, -1),
-                    margin,
+                row.update(_matched_cols(matched))
+                ni = gain_non_inferiority(
+                    _rows(base_curves, pairs, 0),
+                    _rows(base_curves, pairs, -1),
+                    _rows(curves, pairs, -1),
+                    of_gain=of_gain,
+                    margin=fixed,
                     n_bootstrap=n_bootstrap,
                     seed=seed,
                 )
@@ -249,8 +286,11 @@ def efficiency_tables(
                     final_diff=ni.difference.estimate,
                     final_diff_low=ni.difference.low,
                     final_diff_high=ni.difference.high,
+                    non_inferiority_margin=ni.margin,
                     non_inferior=ni.non_inferior,
                 )
+                if variant == "efficient":
+                    notes.append(_verdict_note(setting, variant, matched, floor_ok, paper.get(setting), ni))
                 costs = [_step_seconds(base[s]) / _step_seconds(seeds[s]) for s in pairs]
                 row.update(
                     cost_ratio=float(np.mean(costs)),
@@ -299,10 +339,33 @@ def _matched_cols(m) -> dict:
         "matched_speedup": math.nan if m.ratio is None else m.ratio,
         "matched_low": m.ci_low,
         "matched_high": m.ci_high,
-        "matched_not_reached_share": m.not_reached_share,
-        "matched_not_reached_pairs": ",".join(f"{b}/{c}" for b, c in m.not_reached),
+        "matched_censored_share": m.censored_share,
+        "matched_censored_pairs": ",".join(f"{b}/{c}" for b, c in m.censored),
         "matched_no_gain": m.no_gain,
     }
+
+
+def _verdict_note(setting: str, variant: str, matched, floor_ok: Mapping, paper: float | None, ni) -> str:
+    """The pre-registered verdict of one setting (docs/efficiency.md): the claims' direction rule on the
+    matched speedup against the paper's size, if the matched estimator's noise floor passes; and whether
+    the variant is non-inferior. Worded as the scorecard words a verdict."""
+    head = f"{setting}: verdict on {variant} (pre-registered rule)"
+    ni_words = (
+        f"non-inferior at a margin of {ni.margin:.3f}"
+        if ni.non_inferior
+        else f"not shown non-inferior at a margin of {ni.margin:.3f}"
+    )
+    if not floor_ok.get("matched speedup"):
+        return f"{head}: {claims.INCONCLUSIVE}: the matched estimator's noise floor fails, so it carries no claim; {ni_words}"
+    if matched.ratio is None:
+        return f"{head}: {claims.NO_SIGNAL}: no gain to match; {ni_words}"
+    ev = claims.Evidence(matched.ratio, matched.ci_low, matched.ci_high, len(matched.per_pair), "x")
+    magnitude = {"value": paper} if paper is not None else None
+    verdict = claims.direction_verdict(ev, null=1.0, magnitude=magnitude)
+    censored = (
+        f"; censored pairs {', '.join(f'{b}/{c}' for b, c in matched.censored)}" if matched.censored else ""
+    )
+    return f"{head}: {verdict.label}: matched speedup {claims.fmt_evidence(ev, 2)}, {verdict.reason}{censored}; {ni_words}"
 
 
 def _claim_note(setting: str, estimator: str, floor) -> str:
@@ -324,13 +387,13 @@ def _matched_display(r: dict) -> str:
         return "no gain to match (vanilla's monotone final <= its start)"
     interval = f"[{_fmt(r['matched_low'])}, {_fmt(r['matched_high'])}]"
     share = (
-        f", {r['matched_not_reached_share']:.0%} of resamples not reached"
-        if r["matched_not_reached_share"]
+        f", {r['matched_censored_share']:.0%} of resamples with a censored run"
+        if r["matched_censored_share"]
         else ""
     )
-    missed = r.get("matched_not_reached_pairs")
-    head = (
-        f"not reached (pairs {missed})" if isinstance(missed, str) and missed else _fmt(r["matched_speedup"])
+    censored = r.get("matched_censored_pairs")
+    head = _fmt(r["matched_speedup"]) + (
+        f" (censored: {censored})" if isinstance(censored, str) and censored else ""
     )
     return f"{head} {interval} (target {r['matched_target']:.3f}{share})"
 
@@ -351,6 +414,7 @@ def _display(frame: pd.DataFrame) -> pd.DataFrame:
         final = (
             _iv(r["final_diff"], r["final_diff_low"], r["final_diff_high"], 3)
             + (" non-inferior" if r.get("non_inferior") else " not shown non-inferior")
+            + f" (margin {r['non_inferiority_margin']:.3f})"
             if not pd.isna(r.get("final_diff", math.nan))
             else ""
         )
@@ -480,7 +544,7 @@ def write_report(run_dir, out_dir, cfg: Mapping, inputs=None) -> list:
 
     res = report.RunResults(run_dir, {"runs": cfg.get("runs") or []}, inputs)
     eff = dict(cfg.get("efficiency") or {})
-    margin = float(eff.get("margin", 0.05))
+    margin = eff.get("margin", 0.05)
     tables = []
     for metric in metrics_recorded(res.runs):
         tables += efficiency_tables(res.runs, margin=margin, metric=metric)[:1]

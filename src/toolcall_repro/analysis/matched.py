@@ -10,9 +10,15 @@ still-rising curve. This one does not:
    the two checkpoints that bracket it (`speedup.time_to_accuracy`); None when it never gets there;
 4. speedup = the baseline's time / the candidate's time, pooled over seed pairs as PODS's is
    (sum of baseline times / sum of candidate times);
-5. a percentile bootstrap resamples held-out prompts (one draw for every run and checkpoint) and seed
-   pairs, and recomputes 1-4, the target included. A resample where a run misses the target stays in:
-   as 0x when a candidate misses, as +inf when only a baseline misses; its share is reported.
+5. a run that never reaches the target is *censored* at its budget: its time is its last checkpoint's
+   (the compute it was given), flagged. A censored candidate's true time is later, so a pooled ratio with
+   one is an upper bound; a censored baseline's, a lower bound. Pre-registered for the equal-compute
+   evidence (docs/efficiency.md): the candidate is given the baseline's compute, so a censored candidate
+   counts as no faster than the baseline it failed to match, not as 0x (the first evidence run's rule,
+   which put an interval's low end at 0 whenever a third of the resamples missed);
+6. a percentile bootstrap resamples held-out prompts (one draw for every run and checkpoint) and seed
+   pairs, and recomputes 1-5, the target included; the share of resamples with a censored run is
+   reported, and a resample whose baselines gain nothing (no accuracy to match) is left out and counted.
 
 A fraction below 1 is what lets every run have a time: at 1 about half of the baseline runs would miss
 their own pooled final accuracy.
@@ -32,6 +38,7 @@ from sklearn.isotonic import isotonic_regression
 from toolcall_repro.analysis.speedup import Curve, OutcomeCurve, seed_pairs, time_to_accuracy
 
 __all__ = [
+    "FLOOR_BOUND",
     "FLOOR_NEAR",
     "MATCHED_FRACTION",
     "MatchedSpeedup",
@@ -45,9 +52,12 @@ __all__ = [
 
 # Pre-registered (docs/efficiency.md, "Pre-registration"): the share of vanilla's pooled final gain that
 # counts as matched accuracy, and how close to 1x a noise floor must be for its estimator to carry a claim
-# (1.5: the low end a "reproduced" speedup's interval must clear; a floor past it is noise on that scale).
+# (1.5: the low end a "reproduced" speedup's interval must clear; a floor past it is noise on that scale),
+# and how far its interval may reach (2: an interval reaching past 2x or below 0.5x is too wide to tell two
+# runs of one method apart, so the estimator cannot speak; the second pre-registration's addition).
 MATCHED_FRACTION = 0.8
 FLOOR_NEAR = 1.5
+FLOOR_BOUND = 2.0
 
 
 def monotone_curve(curve: Curve, weights: Sequence[float] | None = None) -> Curve:
@@ -76,24 +86,30 @@ def gain_target(baselines: Sequence[Curve], fraction: float = MATCHED_FRACTION) 
 
 @dataclass(frozen=True)
 class PairTimes:
-    baseline_time: float | None  # None: the baseline's monotone curve never reaches the target
-    candidate_time: float | None
+    """The two runs' times to the target; a censored time is the run's budget (it never got there)."""
+
+    baseline_time: float
+    candidate_time: float
+    baseline_censored: bool = False
+    candidate_censored: bool = False
+
+    @property
+    def censored(self) -> bool:
+        return self.baseline_censored or self.candidate_censored
 
     @property
     def ratio(self) -> float | None:
-        if self.baseline_time is None or self.candidate_time is None or self.candidate_time <= 0:
-            return None
-        return self.baseline_time / self.candidate_time
+        return self.baseline_time / self.candidate_time if self.candidate_time > 0 else None
 
 
 @dataclass(frozen=True)
 class MatchedSpeedup:
     """Time to `fraction` of vanilla's pooled gain, over seed pairs, with a bootstrap interval.
 
-    `ratio` is None when a run of any pair misses the target, or when the baselines gained nothing
-    (`gain` <= 0: no accuracy to match). The interval's resamples keep their misses (0x or +inf), so
-    it can be (0, inf); `not_reached_share` is the share of resamples in which any run missed or the
-    resampled baselines gained nothing.
+    `ratio` is None only when the baselines gained nothing (`gain` <= 0: no accuracy to match) or the
+    candidates are at the target from their first checkpoint; with a censored run it is a bound
+    (`censored` names the pairs). `censored_share`: the resamples with a censored run; `no_gain_share`:
+    the resamples left out because their baselines gained nothing.
     """
 
     fraction: float
@@ -104,27 +120,34 @@ class MatchedSpeedup:
     ratio: float | None
     ci_low: float
     ci_high: float
-    not_reached_share: float
+    censored_share: float
+    no_gain_share: float
     confidence: float
 
     @property
-    def not_reached(self) -> list[tuple[int, int]]:
-        return [p for p, t in self.per_pair.items() if t.baseline_time is None or t.candidate_time is None]
+    def censored(self) -> list[tuple[int, int]]:
+        return [p for p, t in self.per_pair.items() if t.censored]
+
+    @property
+    def candidate_censored(self) -> list[tuple[int, int]]:
+        return [p for p, t in self.per_pair.items() if t.candidate_censored]
 
     @property
     def no_gain(self) -> bool:
         return not self.gain > 0
 
 
-def _pooled(times: Sequence[PairTimes]) -> tuple[float, bool]:
-    """(pooled ratio, any miss): 0 when a candidate misses, +inf when only a baseline misses."""
-    if any(t.candidate_time is None for t in times):
-        return 0.0, True
-    if any(t.baseline_time is None for t in times):
-        return math.inf, True
-    tc = sum(t.candidate_time for t in times)  # type: ignore[misc]
-    tb = sum(t.baseline_time for t in times)  # type: ignore[misc]
-    return (tb / tc if tc > 0 else math.inf), False
+def _time(curve: Curve, target: float) -> tuple[float, bool]:
+    """(time to the target, censored): a run that never gets there is censored at its last checkpoint."""
+    t = time_to_accuracy(curve, target)
+    return (curve.times[-1], True) if t is None else (t, False)
+
+
+def _pooled(times: Sequence[PairTimes]) -> float:
+    """Sum of the baselines' times / sum of the candidates' (censored times in); inf when the candidates'
+    sum is 0 (at the target from the start)."""
+    tc = sum(t.candidate_time for t in times)
+    return sum(t.baseline_time for t in times) / tc if tc > 0 else math.inf
 
 
 def _estimate(
@@ -137,15 +160,16 @@ def _estimate(
     raw_b = {b: baseline[b].curve(prompts) for b, _ in pairs}
     raw_c = {c: candidate[c].curve(prompts) for _, c in pairs}
     target, a0, gain = gain_target([raw_b[b] for b, _ in pairs], fraction)
+    if not gain > 0:
+        return target, a0, gain, []
     # Every checkpoint of a run is scored on the same held-out prompts: equal weights (= their count).
     n = baseline[pairs[0][0]].outcomes.shape[1] if prompts is None else len(prompts)
     mono_b = {b: monotone_curve(c, [n] * len(c.times)) for b, c in raw_b.items()}
     mono_c = {k: monotone_curve(c, [n] * len(c.times)) for k, c in raw_c.items()}
-    if not gain > 0:
-        return target, a0, gain, [PairTimes(None, None) for _ in pairs]
-    times = [
-        PairTimes(time_to_accuracy(mono_b[b], target), time_to_accuracy(mono_c[c], target)) for b, c in pairs
-    ]
+    times = []
+    for b, c in pairs:
+        (tb, cb), (tc, cc) = _time(mono_b[b], target), _time(mono_c[c], target)
+        times.append(PairTimes(tb, tc, cb, cc))
     return target, a0, gain, times
 
 
@@ -163,29 +187,36 @@ def matched_speedup(
     explicit `pairs`, e.g. `noise_floor_pairs`); the target pools the baselines of the pairs."""
     pairs, n_prompts = seed_pairs(baseline, candidate, pairs)
     target, a0, gain, times = _estimate(baseline, candidate, pairs, fraction)
-    ratio, missed = _pooled(times)
+    ratio = _pooled(times) if times else None
     rng = np.random.default_rng(seed)
-    draws = np.empty(n_bootstrap)
-    misses = 0
-    for k in range(n_bootstrap):
+    draws, censored, no_gain = [], 0, 0
+    for _ in range(n_bootstrap):
         prompts = rng.integers(0, n_prompts, size=n_prompts)
         chosen = [pairs[j] for j in rng.integers(0, len(pairs), size=len(pairs))]
-        *_, g, t = _estimate(baseline, candidate, chosen, fraction, prompts)
-        draws[k], miss = (0.0, True) if not g > 0 else _pooled(t)
-        misses += miss
+        *_, t = _estimate(baseline, candidate, chosen, fraction, prompts)
+        if not t:
+            no_gain += 1
+            continue
+        draws.append(_pooled(t))
+        censored += any(x.censored for x in t)
     alpha = (1.0 - confidence) / 2
     # inverted_cdf returns one of the draws: no interpolation towards an infinite one.
-    lo, hi = (float(x) for x in np.quantile(draws, [alpha, 1.0 - alpha], method="inverted_cdf"))
+    lo, hi = (
+        (float(x) for x in np.quantile(draws, [alpha, 1.0 - alpha], method="inverted_cdf"))
+        if draws
+        else (math.nan, math.nan)
+    )
     return MatchedSpeedup(
         fraction=fraction,
         target=target,
         start=a0,
         gain=gain,
-        per_pair=dict(zip(pairs, times, strict=True)),
-        ratio=None if missed or not gain > 0 else ratio,
+        per_pair=dict(zip(pairs, times, strict=True)) if times else {},
+        ratio=None if ratio is None or not math.isfinite(ratio) else ratio,
         ci_low=lo,
         ci_high=hi,
-        not_reached_share=misses / n_bootstrap,
+        censored_share=censored / n_bootstrap,
+        no_gain_share=no_gain / n_bootstrap,
         confidence=confidence,
     )
 
@@ -200,10 +231,15 @@ def noise_floor_pairs(seeds: Sequence[int]) -> list[tuple[int, int]]:
     return [(s, ordered[-1]) for s in ordered[:-1]]
 
 
-def floor_supports_claim(floor, near: float = FLOOR_NEAR) -> bool:
+def floor_supports_claim(floor, near: float = FLOOR_NEAR, bound: float = FLOOR_BOUND) -> bool:
     """The pre-registered rule: an estimator may carry a claim only if its vanilla-vs-vanilla ratio lies
-    within a factor `near` of 1 and its interval covers 1. `floor`: a `MatchedSpeedup` or a
-    `speedup.PeakSpeedup` (anything with ratio, ci_low, ci_high), or None (no floor)."""
+    within a factor `near` of 1 and its interval covers 1 and stays within a factor `bound` of 1 (a floor
+    whose interval is unbounded or wide says the estimator cannot tell two runs of one method apart).
+    `floor`: a `MatchedSpeedup` or a `speedup.PeakSpeedup` (anything with ratio, ci_low, ci_high), or
+    None (no floor)."""
     if floor is None or floor.ratio is None:
         return False
-    return 1 / near <= floor.ratio <= near and floor.ci_low <= 1 <= floor.ci_high
+    lo, hi = floor.ci_low, floor.ci_high
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return False
+    return 1 / near <= floor.ratio <= near and 1 / bound <= lo <= 1 <= hi <= bound

@@ -20,8 +20,11 @@ import numpy as np
 
 __all__ = [
     "Interval",
+    "GainNonInferiority",
     "NonInferiority",
     "bootstrap_indices",
+    "gain_non_inferiority",
+    "seed_prompt_difference",
     "non_inferiority",
     "paired_bootstrap",
     "wilson_interval",
@@ -122,3 +125,85 @@ def non_inferiority(
         raise ValueError(f"margin must be >= 0, got {margin}")
     diff = paired_bootstrap(baseline, candidate, n_bootstrap=n_bootstrap, seed=seed, confidence=confidence)
     return NonInferiority(diff, float(margin), diff.low > -float(margin))
+
+
+# --- over seed pairs and prompts together (the efficiency evidence's second pre-registration) ----------
+
+
+@dataclass(frozen=True)
+class GainNonInferiority:
+    """Final accuracy candidate - baseline over seed pairs and prompts, against a margin tied to the effect.
+
+    `difference`: mean over pairs of the candidate's final accuracy minus its baseline's; `gain`: the
+    baselines' final - start; `margin`: `of_gain` x gain (or the fixed margin); non-inferior when the
+    lower end of the interval of difference + margin (one bootstrap draw for all) lies above 0.
+    """
+
+    difference: Interval
+    gain: Interval
+    margin: float
+    of_gain: float | None  # None: a fixed margin
+    non_inferior: bool
+
+
+def _seed_prompt_draws(arrays: Sequence[np.ndarray], n_bootstrap: int, seed: int) -> list[np.ndarray]:
+    """Bootstrap means of (pairs, prompts) arrays, one draw of pairs and of prompts shared by all."""
+    pairs, prompts = arrays[0].shape
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, pairs, size=(n_bootstrap, pairs))
+    cols = rng.integers(0, prompts, size=(n_bootstrap, prompts))
+    return [a[rows[:, :, None], cols[:, None, :]].mean(axis=(1, 2)) for a in arrays]
+
+
+def seed_prompt_difference(
+    before: np.ndarray, after: np.ndarray, *, n_bootstrap: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> Interval:
+    """Mean of after - before over (runs, prompts) arrays, with a percentile bootstrap over runs and prompts
+    together (a run's gain over its training, with the seeds' variance in the interval)."""
+    a, b = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    if a.shape != b.shape or a.ndim != 2 or 0 in a.shape:
+        raise ValueError(f"need two (runs, prompts) arrays of one shape, got {a.shape} and {b.shape}")
+    (draws,) = _seed_prompt_draws([b - a], n_bootstrap, seed)
+    return Interval(float((b - a).mean()), *_percentiles(draws, confidence), confidence)
+
+
+def gain_non_inferiority(
+    start: np.ndarray,
+    baseline: np.ndarray,
+    candidate: np.ndarray,
+    *,
+    of_gain: float | None = 0.25,
+    margin: float | None = None,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> GainNonInferiority:
+    """Non-inferiority of the candidates' final accuracy over seed pairs and prompts together.
+
+    `start`, `baseline`, `candidate`: (pairs, prompts) per-prompt outcomes: the baseline's first
+    checkpoint, its final one, and the paired candidate's final one (row j of each is seed pair j). The
+    percentile bootstrap resamples seed pairs and prompts (the same draw for all three), so the seeds'
+    variance is in the interval. The margin is `of_gain` x the baselines' gain, recomputed in every
+    resample (so "non-inferior" reads: keeps at least 1 - of_gain of the baseline's gain), or a fixed
+    `margin` when `of_gain` is None.
+    """
+    arrays = [np.asarray(a, dtype=float) for a in (start, baseline, candidate)]
+    if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 2 or 0 in arrays[0].shape:
+        raise ValueError(f"need three (pairs, prompts) arrays of one shape, got {[a.shape for a in arrays]}")
+    if (of_gain is None) == (margin is None):
+        raise ValueError(f"give exactly one of of_gain and margin, got of_gain={of_gain}, margin={margin}")
+    bound = of_gain if of_gain is not None else margin
+    if not 0 <= bound <= 1:  # type: ignore[operator]
+        raise ValueError(f"{'of_gain' if of_gain is not None else 'margin'} must be in [0, 1], got {bound}")
+    s, b, c = arrays
+    d_draws, g_draws = _seed_prompt_draws([c - b, b - s], n_bootstrap, seed)
+    diff, gain = float((c - b).mean()), float((b - s).mean())
+    m_draws = of_gain * g_draws if of_gain is not None else np.full(n_bootstrap, float(margin))  # type: ignore[arg-type]
+    low_stat = _percentiles(d_draws + m_draws, confidence)[0]
+    return GainNonInferiority(
+        difference=Interval(diff, *_percentiles(d_draws, confidence), confidence),
+        gain=Interval(gain, *_percentiles(g_draws, confidence), confidence),
+        margin=of_gain * gain if of_gain is not None else float(margin),  # type: ignore[arg-type]
+        of_gain=of_gain,
+        non_inferior=bool(low_stat > 0),
+    )
