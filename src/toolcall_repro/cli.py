@@ -37,6 +37,13 @@ def main(argv: list[str] | None = None) -> int:
         help="where a run's time goes: per rule, wall and CPU seconds of its jobs (from the benchmark files)",
         add_help=False,
     )
+    e = sub.add_parser(
+        "evidence-rebuild",
+        help="rebuild the efficiency report (tables, figures, index.md) from its analysis inputs alone: "
+        "results/<run>/efficiency/inputs or the committed docs/evidence/inputs",
+    )
+    e.add_argument("inputs", help="a folder with runs.json, metrics.jsonl.gz, curves.jsonl.gz")
+    e.add_argument("out", help="the folder to write tables/, figures/ and index.md into")
     c = sub.add_parser(
         "compare",
         help="compare run A (old) with run B (new), each a results tree or an archive: config changes, "
@@ -66,6 +73,16 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "verify":
         return archive.main(["verify", args.archive])
+    if args.cmd == "evidence-rebuild":
+        from toolcall_repro.analysis.efficiency_report import rebuild
+
+        try:
+            written = rebuild(args.inputs, args.out)
+        except (FileNotFoundError, ValueError) as err:
+            print(err, file=sys.stderr)
+            return 2
+        print(f"{len(written)} files under {args.out}")
+        return 0
     if args.cmd == "compare":
         try:
             text = compare.write_comparison(args.a, args.b, args.out)

@@ -536,22 +536,36 @@ def learning_curves(runs: Sequence[TrainingRun]) -> list:
 def write_report(run_dir, out_dir, cfg: Mapping, inputs=None) -> list:
     """Tables and figures of the efficiency experiment under out_dir (tables/, figures/, index.md), from
     the training runs cfg['runs'] names (toolcall_repro.experiment.TrainingRun.unit), among `inputs`
-    (the rule's declared inputs) when given."""
+    (the rule's declared inputs) when given. The runs' analysis inputs are written first (out_dir/inputs,
+    `analysis.evidence_inputs`) and everything is computed from them read back, so those files alone
+    rebuild the report (`rebuild`)."""
     from pathlib import Path
 
-    from toolcall_repro.analysis import report
-    from toolcall_repro.io import atomic_write_text
+    from toolcall_repro.analysis import evidence_inputs, report
 
     res = report.RunResults(run_dir, {"runs": cfg.get("runs") or []}, inputs)
     eff = dict(cfg.get("efficiency") or {})
-    margin = eff.get("margin", 0.05)
+    written = evidence_inputs.export_runs(res.runs, Path(out_dir) / "inputs", eff, run_dir)
+    return [*written, *rebuild(Path(out_dir) / "inputs", out_dir)]
+
+
+def rebuild(inputs_dir, out_dir) -> list:
+    """The efficiency report (tables/, figures/, index.md under out_dir) from its analysis inputs alone
+    (the files `write_report` writes under inputs/; committed for the evidence under docs/evidence/)."""
+    from pathlib import Path
+
+    from toolcall_repro.analysis import evidence_inputs, report
+    from toolcall_repro.io import atomic_write_text
+
+    runs = evidence_inputs.load_runs(inputs_dir)
+    margin = evidence_inputs.read_config(inputs_dir).get("margin", 0.05)
     tables = []
-    for metric in metrics_recorded(res.runs):
-        tables += efficiency_tables(res.runs, margin=margin, metric=metric)[:1]
-    tables.append(epochs_table(res.runs))
+    for metric in metrics_recorded(runs):
+        tables += efficiency_tables(runs, margin=margin, metric=metric)[:1]
+    tables.append(epochs_table(runs))
     out = Path(out_dir)
     written = report.write_tables(tables, out / "tables")
-    written += report.write_figures(learning_curves(res.runs), out / "figures")
+    written += report.write_figures(learning_curves(runs), out / "figures")
     lines = ["# Efficiency experiment", ""]
     lines += [t.markdown() for t in tables[:-1]]
     lines += ["", "Per-epoch table: [tables/md/efficiency_epochs.md](tables/md/efficiency_epochs.md)"]
