@@ -235,3 +235,24 @@ def test_every_unit_of_the_shipped_configs_has_a_path_of_its_own(configfile):
     assert len({s.manifest for s in exp.scores()}) < len(scores)  # score_heldout writes both files of a pair
     runs = [r.summary for r in exp.training_runs()]
     assert len(runs) == len(set(runs)) and all(p.startswith(exp.run_dir + os.sep) for p in scores + runs)
+
+
+def test_the_model_behind_each_generation_and_the_training_jobs_resources():
+    """What preflight checks and the rules pass, resolved once here (the model's chat template and
+    thinking switch; a training job's SLURM resources and the verl it is launched with)."""
+    cfg = copy.deepcopy(CONFIG)
+    cfg["model"] = {"base": "org/base", "filter_policy": "train", "filter_policy_multi_turn": "early",
+                    "enable_thinking": {"org/multi": True}}  # fmt: skip
+    cfg["train"]["settings"]["multi_turn"]["model"] = "org/multi"
+    exp = Experiment(cfg)
+    assert exp.filter_policy_model("single_turn") == "org/base"  # Tool-N1's policy starts at single_turn's
+    assert exp.filter_policy_model("multi_turn") is None  # the tiny model's warm start
+    assert [exp.eval_model(t) for t in ("base", "rl", "fmt")] == ["org/base", "org/multi", "org/multi"]
+    assert exp.thinking("org/multi") is True and exp.thinking("org/base") is None and exp.thinking(None) is None
+    assert exp.hub_models() == ["org/base", "org/multi"]
+    assert exp.train_resources() == {"gpu": 0, "nodes": 1} and exp.job_verl()["gpus_per_node"] == 0
+    cfg["train"]["verl"] = {"nodes": 2, "gpus_per_node": 8}
+    exp = Experiment(cfg)
+    assert exp.train_resources() == {"gpu": 16, "nodes": 2, "tasks_per_gpu": 0, "tasks": 2, "mpi": "srun"}
+    cfg["resources"] = {"train": {"nodes": 1}}  # the site's override reaches the job's verl too
+    assert Experiment(cfg).job_verl() == {"nodes": 1, "gpus_per_node": 8}

@@ -2,7 +2,11 @@
 
 import json
 import shlex
+from pathlib import Path
 
+import yaml
+
+from toolcall_repro.experiment import Experiment
 from toolcall_repro.plan import Job, format_plan, gpu_jobs_plan, parse_dryrun, training_plan
 
 RUN = {"batch_size": 256, "n": 16, "epochs": 4, "downsample": {"m": 8}, "filter": {"k": 1}}
@@ -55,11 +59,15 @@ def test_dryrun_blocks_and_multi_node_gpus():
     assert train.run_config == SPEC["config"] and train.name == "multi_turn/efficient"
     assert train.spec["options"]["engine"] == "verl" and jobs[1].spec is None
     assert jobs[1].gpus == 0 and Job(rule="x", resources={"gpu": "1"}).gpus == 1
-    config = {"run_id": "p", "filter": {"single_turn": {"target_size": 2300}, "multi_turn": {"target_size": 2600},
-                                        "format_study": {"size": 700}}}  # fmt: skip
-    plan = gpu_jobs_plan(jobs, config, retries=1)
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "paper.yaml").read_text())
+    config["run_id"] = "p"
+    config["filter"]["single_turn"]["target_size"], config["filter"]["multi_turn"]["target_size"] = 2300, 2600
+    config["filter"]["format_study"]["size"] = 700
+    plan = gpu_jobs_plan(jobs, Experiment(config), retries=1)
     assert plan["gpu_job_count"] == 1
     assert plan["max_gpu_hours"] == 16 * 48 * 2
     assert plan["gpu_jobs"][0]["training"]["steps"] == 40
+    rows = dict(single_turn=2300, multi_turn=2600, format_single=700, format_multi=700, tooln1=None)
+    assert plan["train_rows"] == {k: {"rows": v, "from": "config target"} for k, v in rows.items()}
     text = format_plan(plan)
     assert "multi_turn/efficient" in text and "4,096" in text and "1,536 GPU-hours" in text

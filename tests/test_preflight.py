@@ -8,6 +8,7 @@ import yaml
 
 from toolcall_repro import preflight
 from toolcall_repro.eval.acebench.data import resolve_categories
+from toolcall_repro.experiment import Experiment
 from toolcall_repro.preflight import validate_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -128,12 +129,30 @@ def test_a_thinking_model_with_a_budget_below_the_minimum_is_refused_naming_each
 
 def test_each_generation_takes_its_own_models_switch():
     cfg = paper()
-    assert preflight.filter_policy_model(cfg, "multi_turn") == "Qwen/Qwen3-8B"
-    assert preflight.filter_policy_model(cfg, "single_turn") == "Qwen/Qwen2.5-3B-Instruct"  # the tooln1 policy
-    assert preflight.eval_model(cfg, "rl-multi") == "Qwen/Qwen3-4B"
-    assert preflight.eval_model(cfg, "rl-single") == "Qwen/Qwen2.5-3B-Instruct"
+    exp = Experiment(cfg)  # preflight and the workflow's job specs read these from the experiment
+    assert exp.filter_policy_model("multi_turn") == "Qwen/Qwen3-8B"
+    assert exp.filter_policy_model("single_turn") == "Qwen/Qwen2.5-3B-Instruct"  # the tooln1 policy
+    assert exp.eval_model("rl-multi") == "Qwen/Qwen3-4B"
+    assert exp.eval_model("rl-single") == "Qwen/Qwen2.5-3B-Instruct"
     from toolcall_repro.runconfig import compose_run
 
     assert compose_run(cfg, "multi_turn", "efficient")["enable_thinking"] is True
     assert compose_run(cfg, "tooln1", "vanilla")["enable_thinking"] is False
     assert "enable_thinking" not in compose_run(load("config/config.yaml"), "multi_turn", "vanilla")  # tiny
+
+
+def test_the_base_models_acebench_budget_is_checked_when_acebench_names_no_models():
+    """ACEBench scores the base model when evaluate.acebench.models is unset (the experiment's default,
+    the DAG's score_acebench jobs); preflight once read that as no model and never checked its budget."""
+    cfg = load("config/config.yaml")
+    assert "models" not in cfg["evaluate"]["acebench"]
+    cfg["model"]["enable_thinking"] = {"tiny": True}
+    for chain in ("single_turn", "multi_turn"):
+        cfg["train"]["settings"][chain]["max_new_tokens"] = 4096
+        cfg["filter"][chain]["max_new_tokens"] = 4096
+    cfg["evaluate"]["protocol_defaults"]["max_tokens"] = 4096
+    cfg["evaluate"]["protocols"]["ace"] = {"system_prompt": "stronger", "max_tokens": 256}  # ACEBench's alone
+    cfg["evaluate"]["acebench"]["protocol"] = "ace"
+    (problem,) = preflight.thinking_problems(cfg)
+    assert problem.startswith("evaluate.protocols.ace.max_tokens: 256 must be >= 4096 tokens")
+    assert "model.enable_thinking.tiny: true" in problem

@@ -5,6 +5,9 @@ own seeds and benchmarks, models and the data chain, each with its paths, the ru
 that rule's manifest. The Snakemake input functions and targets (workflow/rules/common.smk), `plan`
 and the analysis read this one object; nothing parses a result path back into meaning.
 
+Preflight (config validation) reads its resolutions here too: which model each generation runs (its
+chat template and thinking switch), the hub models, paper scale, verl's job resources.
+
 No I/O apart from `os.path.isdir` on a configured model name (a local folder or a hub id).
 """
 
@@ -19,6 +22,11 @@ from toolcall_repro.runconfig import SETTINGS, compose_sources, dataset_setting
 
 SOURCES = ("xlam", "toolace", "looptool")
 FORMAT_DATASETS = ("format_single", "format_multi")
+# Every training set a GRPO run can read: the settings', the format study's and Tool-N1's pool
+# (the trained filter policy's).
+TRAIN_DATASETS = (*SETTINGS, *FORMAT_DATASETS, "tooln1")
+# model.filter_policy[_multi_turn] values that name the workflow's own policies, not a model
+POLICY_NAMES = ("base", "early", "train")
 VARIANCE_STUDY = "seed_variance"
 # What an evaluation protocol sets (each score's card names every one): its own keys over the defaults.
 PROTOCOL_KEYS = ("system_prompt", "template", "thinking", "temperature", "top_p", "max_tokens")
@@ -186,6 +194,11 @@ class Experiment:
     def manifest(self, rule: str, key: str = "all") -> str:
         return manifest_path(self.run_dir, rule, key)
 
+    @property
+    def paper_scale(self) -> bool:
+        """`engines.training: verl`: the run that takes cluster time (its own envs, pinned inputs)."""
+        return self.config["engines"]["training"] == "verl"
+
     # --- data ---------------------------------------------------------------------------------------
 
     def raw_source(self, source: str) -> str:
@@ -214,9 +227,23 @@ class Experiment:
         name = "tooln1" if dataset == "tooln1" else dataset_setting(self.config, dataset)
         return self.path("data", "train", f"heldout_{name}.parquet")
 
+    def train_set(self, dataset: str) -> str:
+        """The rows a training run on `dataset` (one of TRAIN_DATASETS) reads."""
+        return self.path("data", "train", f"{dataset}.parquet")
+
+    def train_set_target(self, dataset: str) -> int | None:
+        """The rows its filter chain aims at (filter.<setting>.target_size, filter.format_study.size);
+        None for Tool-N1's pool (all of it) or a target not set."""
+        filt = self.config["filter"]
+        if dataset in SETTINGS:
+            return filt[dataset].get("target_size")
+        if dataset in FORMAT_DATASETS:
+            return filt.get("format_study", {}).get("size")
+        return None
+
     def training_sets(self) -> list[str]:
         """Training sets whose conversations the held-out benchmark leaves out (GRPO and format study)."""
-        return [self.path("data", "train", f"{d}.parquet") for d in (*SETTINGS, *FORMAT_DATASETS)]
+        return [self.train_set(d) for d in (*SETTINGS, *FORMAT_DATASETS)]
 
     def lm_eval_record(self) -> str:
         return self.path("data", "lm_eval", "record.json")
@@ -251,12 +278,28 @@ class Experiment:
         """A hub model's pinned revision (model.revisions); the download record names the commit read."""
         return self.config["model"].get("revisions", {}).get(self.hub_id(slug))
 
+    @staticmethod
+    def is_hub_model(name: str) -> bool:
+        """Whether a model named in config is a hub id (download_model snapshots it): not tiny, no folder."""
+        return name != "tiny" and not os.path.isdir(name)
+
     def model_path(self, name: str) -> str:
         """A model named in config: `tiny` (the model warmstart_base_model builds), a local directory as
         is, else a hub id snapshotted by download_model."""
         if name == "tiny":
             return self.path("models", "base")
-        return name if os.path.isdir(name) else self.hub_model_dir(name)
+        return self.hub_model_dir(name) if self.is_hub_model(name) else name
+
+    def hub_models(self) -> list[str]:
+        """Every hub model the DAG snapshots (download_model): base, per-setting policies, filter policies."""
+        model = self.config["model"]
+        names = [model["base"], model.get("filter_policy"), model.get("filter_policy_multi_turn")]
+        names += [s.get("model") for s in self.config["train"]["settings"].values()]
+        return sorted({n for n in names if n and n not in POLICY_NAMES and self.is_hub_model(n)})
+
+    def thinking(self, model: str | None) -> bool | None:
+        """model.enable_thinking of a model (hub id or path); None: not set (the chat template's default)."""
+        return (self.config["model"].get("enable_thinking") or {}).get(model) if model else None
 
     def base_model_dir(self) -> str:
         return self.model_path(self.config["model"]["base"])
@@ -264,10 +307,32 @@ class Experiment:
     def final_model_dir(self, dataset: str, variant: str) -> str:
         return os.path.join(TrainingRun(self.run_dir, dataset, variant).dir, "final")
 
+    def start_model(self, dataset: str) -> str:
+        """The model a training run starts from, as config names it: its setting's own model
+        (train.settings.<setting>.model, paper scale), else model.base. A trained model keeps its chat
+        template (and its thinking switch)."""
+        model = self.config["train"]["settings"][dataset_setting(self.config, dataset)].get("model")
+        return model or self.config["model"]["base"]
+
     def policy_start_dir(self, dataset: str) -> str:
         """Weights a training run starts from: the setting's own model (paper scale) or the base model."""
-        hub_id = self.config["train"]["settings"][dataset_setting(self.config, dataset)].get("model")
-        return self.model_path(hub_id) if hub_id else self.base_model_dir()
+        return self.model_path(self.start_model(dataset))
+
+    def filter_policy(self, setting: str) -> str:
+        """A chain's model.filter_policy[_multi_turn] (the multi-turn key falls back to filter_policy):
+        one of POLICY_NAMES, a path or a hub id."""
+        model = self.config["model"]
+        key = "filter_policy_multi_turn" if setting == "multi_turn" else "filter_policy"
+        return model.get(key) or model.get("filter_policy", "base")
+
+    def filter_policy_model(self, setting: str) -> str | None:
+        """The model whose chat template a chain's filter policy uses (None: the tiny model's warm start)."""
+        policy = self.filter_policy(setting)
+        if policy == "base":
+            return self.config["model"]["base"]
+        if policy == "train":  # the 80-step Tool-N1 policy, trained from its setting's model
+            return self.start_model("tooln1")
+        return None if policy == "early" else policy
 
     def filter_policy_dir(self, setting: str) -> str:
         """The policy whose rollouts filter a chain's data (model.filter_policy[_multi_turn]).
@@ -276,9 +341,7 @@ class Experiment:
         the RL start, as the paper's filter policy); train: the paper's policy, GRPO-trained 80 steps on
         Tool-N1's data; else a path or hub id.
         """
-        model = self.config["model"]
-        key = "filter_policy_multi_turn" if setting == "multi_turn" else "filter_policy"
-        policy = model.get(key) or model.get("filter_policy", "base")
+        policy = self.filter_policy(setting)
         if policy == "base":
             return self.base_model_dir()
         if policy == "early":
@@ -295,6 +358,13 @@ class Experiment:
         if spec["source"] == "train":
             return self.final_model_dir(spec["setting"], spec["variant"])
         return self.final_model_dir(spec["dataset"], self.config["train"]["format_study"]["variant"])
+
+    def eval_model(self, tag: str) -> str:
+        """The model whose chat template an evaluation model tag uses (a trained model keeps its start's)."""
+        spec = self.config["evaluate"]["models"][tag]
+        if spec["source"] == "base":
+            return self.config["model"]["base"]
+        return self.start_model(spec["setting"] if spec["source"] == "train" else spec["dataset"])
 
     def protocol(self, name: str) -> dict:
         """evaluate.protocols.<name> over evaluate.protocol_defaults."""
@@ -317,6 +387,31 @@ class Experiment:
         return {"tag": tag, **self.config["evaluate"]["models"][tag]}
 
     # --- training -----------------------------------------------------------------------------------
+
+    def verl(self) -> dict:
+        """train.verl as configured (default: one node, no GPUs: the local engine)."""
+        return dict(self.config["train"].get("verl") or {"nodes": 1, "gpus_per_node": 0})
+
+    def train_resources(self) -> dict:
+        """SLURM resources of a training job from train.verl: one 8-GPU node, or several nodes;
+        resources.train over them.
+
+        The GPU count is the job's total; the GPU type, constraint and time are the site's (the slurm
+        profile's site settings). Several nodes also ask for one task per node (Ray head and workers
+        through srun; mpi=srun keeps the jobstep plugin from wrapping the launcher in a one-task srun).
+        """
+        verl = self.verl()
+        nodes, per_node = verl["nodes"], verl["gpus_per_node"]
+        res = {"gpu": nodes * per_node, "nodes": nodes, "tasks_per_gpu": 0}
+        if per_node == 0:
+            res = {"gpu": 0, "nodes": 1}
+        elif nodes > 1:
+            res.update(tasks=nodes, mpi="srun")
+        return {**res, **(self.config.get("resources") or {}).get("train", {})}
+
+    def job_verl(self) -> dict:
+        """train.verl as a training job gets it: its `verl` option with the job's nodes (train_resources)."""
+        return {**self.verl(), "nodes": self.train_resources()["nodes"]}
 
     def training_runs(self) -> list[TrainingRun]:
         """train.runs: every (setting, variant) at train.seed."""

@@ -7,7 +7,8 @@ exact command of every job) but without its software deployment (a plan builds n
 conda is absent, e.g. a login node), keeps the GPU jobs, and for each training job computes steps, rollouts and
 rows per step from the run config its job spec carries (`python -m toolcall_repro.job SPEC`: its "config") and the training-set sizes: the filter chains'
 targets from config (the paper's 2.3k single-turn, 2.6k multi-turn, 0.7k format study), or the row counts
-of the training parquets once they exist. Filtered epochs shrink, so steps and rollouts are upper bounds.
+of the training parquets once they exist (the experiment's training sets: toolcall_repro.experiment).
+Filtered epochs shrink, so steps and rollouts are upper bounds.
 A job that asks for more time than the profile's site settings allow (`max_runtime`) is warned about: SLURM
 would leave it pending forever.
 """
@@ -29,6 +30,7 @@ from pathlib import Path
 import yaml
 
 from toolcall_repro.eval.bfcl.locate import VLLMNotFound, find_vllm
+from toolcall_repro.experiment import TRAIN_DATASETS, Experiment
 
 RULE_RE = re.compile(r"^(?:local)?rule (\w+):$")
 # Profile keys that deploy software (conda, apptainer, env modules): a dry-run with them asks conda.
@@ -135,19 +137,13 @@ def parquet_rows(path: Path) -> int | None:
     return pq.ParquetFile(path).metadata.num_rows
 
 
-def train_rows(config: dict, root: Path = Path(".")) -> dict[str, tuple[int | None, str]]:
-    """Rows of each training set: the parquet's when it exists, else the filter chain's target."""
-    filt = config["filter"]
-    targets = {
-        "single_turn": filt["single_turn"].get("target_size"),
-        "multi_turn": filt["multi_turn"].get("target_size"),
-        "format_single": filt.get("format_study", {}).get("size"),
-        "format_multi": filt.get("format_study", {}).get("size"),
-        "tooln1": None,  # the whole Tool-N1 pool; its run is capped by max_steps
-    }
+def train_rows(exp: Experiment, root: Path = Path(".")) -> dict[str, tuple[int | None, str]]:
+    """Rows of each training set of the experiment (its files under `root`): the parquet's when it exists,
+    else the filter chain's target (none for the whole Tool-N1 pool: its run is capped by max_steps)."""
     out = {}
-    for dataset, target in targets.items():
-        rows = parquet_rows(root / "results" / config["run_id"] / "data" / "train" / f"{dataset}.parquet")
+    for dataset in TRAIN_DATASETS:
+        rows = parquet_rows(root / exp.train_set(dataset))
+        target = exp.train_set_target(dataset)
         out[dataset] = (rows, "data") if rows is not None else (target, "config target")
     return out
 
@@ -176,9 +172,9 @@ def training_plan(run: dict, rows: int | None) -> dict:
     }
 
 
-def gpu_jobs_plan(jobs: list[Job], config: dict, retries: int = 0, root: Path = Path(".")) -> dict:
+def gpu_jobs_plan(jobs: list[Job], exp: Experiment, retries: int = 0, root: Path = Path(".")) -> dict:
     """The GPU jobs with their resources, and the training arithmetic, as one JSON-able document."""
-    rows = train_rows(config, root)
+    rows = train_rows(exp, root)
     planned = []
     for job in jobs:
         if job.gpus == 0:
@@ -364,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"toolcall-repro plan: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
     jobs = parse_dryrun(text)
-    plan = gpu_jobs_plan(jobs, config, retries=int(profile_cfg.get("retries", 0)))
+    plan = gpu_jobs_plan(jobs, Experiment(config), retries=int(profile_cfg.get("retries", 0)))
     max_runtime = site_settings(profile_cfg).get("max_runtime")
     over = over_time_limit(jobs, max_runtime)
     plan["site_max_runtime_min"] = max_runtime

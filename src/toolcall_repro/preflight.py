@@ -5,11 +5,13 @@ Each check returns problems (one string each, naming the config keys, their valu
 builds (runconfig), verl's batch geometry (engines.verl.hydra), then these; `check_config` raises it as
 one short error (workflow common.smk calls it before any job). Paper scale is `engines.training: verl`: the run
 that takes cluster time, so the one whose inputs must be pinned and whose jobs must work offline.
+
+What the config resolves to (which model a generation runs, the hub models, the studies' pairs, paper scale,
+a training job's verl) is the experiment's (toolcall_repro.experiment), read here as the workflow reads it.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 
@@ -26,51 +28,34 @@ from toolcall_repro.runconfig import (
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 # The explicit opt-out of pinning, for exploratory runs (a real paper run pins every revision).
 UNPINNED_OPT_OUT = "allow_unpinned_revisions"
-# model.* names that are not hub ids: the warm-started tiny model and the workflow's own policies
-LOCAL_MODEL_NAMES = {"tiny", "base", "early", "train"}
 
 
-def paper_scale(config: Mapping) -> bool:
-    return config["engines"]["training"] == "verl"
-
-
-def hub_models(config: Mapping) -> list[str]:
-    """Every hub model the DAG snapshots (download_model): base, per-setting policies, filter policies."""
-    model = config["model"]
-    names = [model["base"], model.get("filter_policy"), model.get("filter_policy_multi_turn")]
-    names += [s.get("model") for s in config["train"]["settings"].values()]
-    return sorted({n for n in names if n and n not in LOCAL_MODEL_NAMES and not os.path.isdir(n)})
-
-
-def _lm_eval_reads_hub(config: Mapping) -> bool:
-    general = config["evaluate"].get("general") or {}
-    tasks = {t.strip() for t in str(general.get("tasks", "")).split(",")}
-    return bool(tasks - {"", "local"})
-
-
-def hub_revisions(config: Mapping) -> dict[str, str | None]:
+def hub_revisions(config: Mapping, experiment: Experiment | None = None) -> dict[str, str | None]:
     """Every hub revision the DAG reads, config key -> revision (None: the key is not set)."""
+    exp = experiment or Experiment(config)
     out: dict[str, str | None] = {}
     if config["data"]["mode"] == "hub":
         for name, source in sorted(config["data"]["sources"].items()):
             out[f"data.sources.{name}.revision"] = source["revision"]
     revisions = config["model"].get("revisions") or {}
-    for hub_id in sorted(set(revisions) | set(hub_models(config))):
+    for hub_id in sorted(set(revisions) | set(exp.hub_models())):
         out[f"model.revisions.{hub_id}"] = revisions.get(hub_id)
-    if _lm_eval_reads_hub(config):
+    if exp.lm_eval_tasks():  # lm-eval reads the Hub
         for dataset, rev in sorted(((config["evaluate"].get("general") or {}).get("revisions") or {}).items()):
             out[f"evaluate.general.revisions.{dataset}"] = rev
     return out
 
 
-def pin_problems(config: Mapping) -> list[str]:
+def pin_problems(config: Mapping, experiment: Experiment | None = None) -> list[str]:
     """A paper-scale run reads every hub revision at a commit sha, unless allow_unpinned_revisions is true.
 
     A branch (`main`) moves: two runs of one config would train and score on different bytes.
     """
-    if not paper_scale(config) or config.get(UNPINNED_OPT_OUT):
+    exp = experiment or Experiment(config)
+    if not exp.paper_scale or config.get(UNPINNED_OPT_OUT):
         return []
-    unpinned = {k: v for k, v in hub_revisions(config).items() if not (isinstance(v, str) and SHA_RE.match(v))}
+    revisions = hub_revisions(config, exp)
+    unpinned = {k: v for k, v in revisions.items() if not (isinstance(v, str) and SHA_RE.match(v))}
     if not unpinned:
         return []
     keys = "\n    ".join(f"{k}: {v!r}" if v is not None else f"{k}: (not set)" for k, v in unpinned.items())
@@ -91,14 +76,15 @@ def _acebench_users(ace: Mapping) -> bool:
         return True  # an unknown name fails in the job itself; ask for a simulator that works offline
 
 
-def simulator_problems(config: Mapping) -> list[str]:
+def simulator_problems(config: Mapping, experiment: Experiment | None = None) -> list[str]:
     """ACEBench's agent_multi_turn needs a user simulator that works where the scoring job runs.
 
     `scripted` runs inside the job (no network). `openai` needs an endpoint and a model, and at paper
     scale an explicit `allow_network_simulator: true`: GPU nodes are often offline, and the simulator
     would fail there after the GPU was granted.
     """
-    ace = config["evaluate"].get("acebench")
+    exp = experiment or Experiment(config)
+    ace = exp.acebench
     if not ace or ace.get("simulator", "scripted") != "openai" or not _acebench_users(ace):
         return []
     key = "evaluate.acebench"
@@ -108,7 +94,7 @@ def simulator_problems(config: Mapping) -> list[str]:
             f"{key}.simulator: openai needs {' and '.join(f'{key}.{k}' for k in missing)} (got "
             f"{', '.join(f'{k}={ace.get(k)!r}' for k in missing)}); simulator: scripted runs offline in the job"
         ]
-    if paper_scale(config) and not ace.get("allow_network_simulator"):
+    if exp.paper_scale and not ace.get("allow_network_simulator"):
         return [
             f"{key}.simulator: openai reaches {ace['simulator_endpoint']!r} from the GPU job, which may have no "
             f"network; use simulator: scripted (runs in the job), or set {key}.allow_network_simulator: true "
@@ -123,72 +109,41 @@ def simulator_problems(config: Mapping) -> list[str]:
 THINKING_MIN_NEW_TOKENS = 4096
 
 
-def thinking_of(config: Mapping, model: str | None) -> bool | None:
-    """model.enable_thinking of a model (hub id or path); None: not set (the chat template's default)."""
-    return (config["model"].get("enable_thinking") or {}).get(model) if model else None
-
-
-def setting_model(config: Mapping, setting: str) -> str:
-    """The model a setting trains (train.settings.<setting>.model, else model.base)."""
-    return config["train"]["settings"][setting].get("model") or config["model"]["base"]
-
-
-def filter_policy_model(config: Mapping, chain: str) -> str | None:
-    """The model whose chat template a filter chain's policy uses (None: the tiny model's warm start)."""
-    model = config["model"]
-    key = "filter_policy_multi_turn" if chain == "multi_turn" else "filter_policy"
-    policy = model.get(key) or model.get("filter_policy", "base")
-    if policy == "base":
-        return model["base"]
-    if policy == "train":  # the 80-step Tool-N1 policy, trained from the single-turn setting's model
-        return setting_model(config, "single_turn")
-    return None if policy == "early" else policy
-
-
-def eval_model(config: Mapping, tag: str) -> str:
-    """The model whose chat template an evaluation model tag uses (a trained model keeps its base's)."""
-    spec = config["evaluate"]["models"][tag]
-    if spec["source"] == "base":
-        return config["model"]["base"]
-    if spec["source"] == "train":
-        return setting_model(config, spec["setting"])
-    return setting_model(config, config["train"]["format_study"]["setting"])
-
-
-def _budgets(config: Mapping) -> list[tuple[str, int, str | None]]:
-    """(config key, generation budget, model generating with it) of every generation the DAG runs."""
+def _budgets(exp: Experiment) -> list[tuple[str, int, str | None]]:
+    """(config key, generation budget, model generating with it) of every generation the DAG runs:
+    training, the filter chains, each study's and ACEBench's (model, protocol) pairs."""
+    config = exp.config
     out = [
-        (f"train.settings.{s}.max_new_tokens", cfg["max_new_tokens"], setting_model(config, s))
+        (f"train.settings.{s}.max_new_tokens", cfg["max_new_tokens"], exp.start_model(s))
         for s, cfg in sorted(config["train"]["settings"].items())
     ]
     for chain in ("single_turn", "multi_turn"):
         out.append((f"filter.{chain}.max_new_tokens", config["filter"][chain]["max_new_tokens"],
-                    filter_policy_model(config, chain)))  # fmt: skip
+                    exp.filter_policy_model(chain)))  # fmt: skip
     evaluate = config["evaluate"]
-    pairs = {(m, p) for study in evaluate["studies"].values() for m in study["models"] for p in study["protocols"]}
-    ace = evaluate.get("acebench") or {}
-    pairs |= {(m, ace.get("protocol", "stronger")) for m in ace.get("models", [])}
-    exp = Experiment(config)
+    pairs = {pair for study in exp.studies.values() for pair in study.pairs}
+    pairs |= {(score.model, score.protocol) for score in exp.acebench_scores()}
     for tag, protocol in sorted(pairs):
         budget = exp.protocol(protocol).get("max_tokens") if protocol in evaluate["protocols"] else None
         if tag in evaluate["models"] and budget is not None:  # unset: protocol_problems says so
-            out.append((f"evaluate.protocols.{protocol}.max_tokens", budget, eval_model(config, tag)))
+            out.append((f"evaluate.protocols.{protocol}.max_tokens", budget, exp.eval_model(tag)))
     return out
 
 
-def thinking_problems(config: Mapping) -> list[str]:
+def thinking_problems(config: Mapping, experiment: Experiment | None = None) -> list[str]:
     """Thinking on or off is explicit per model at paper scale, and a thinking model's budgets fit it."""
+    exp = experiment or Experiment(config)
     out = []
-    if paper_scale(config):
-        missing = [m for m in hub_models(config) if thinking_of(config, m) is None]
+    if exp.paper_scale:
+        missing = [m for m in exp.hub_models() if exp.thinking(m) is None]
         if missing:
             out.append(
                 f"model.enable_thinking must say true or false for every hub model the run generates with "
                 f"(passed to its chat template in training, filtering and evaluation); missing: {missing}"
             )
     short = {}
-    for key, budget, model in _budgets(config):
-        if thinking_of(config, model) and budget < THINKING_MIN_NEW_TOKENS:
+    for key, budget, model in _budgets(exp):
+        if exp.thinking(model) and budget < THINKING_MIN_NEW_TOKENS:
             short.setdefault(model, {})[key] = budget
     for model, keys in short.items():
         listed = ", ".join(f"{k}: {v}" for k, v in keys.items())
@@ -199,9 +154,10 @@ def thinking_problems(config: Mapping) -> list[str]:
     return out
 
 
-def problems(config: Mapping) -> list[str]:
+def problems(config: Mapping, experiment: Experiment | None = None) -> list[str]:
     """Every preflight problem of a config that passed the schema (empty: none)."""
-    return pin_problems(config) + simulator_problems(config) + thinking_problems(config)
+    exp = experiment or Experiment(config)
+    return pin_problems(config, exp) + simulator_problems(config, exp) + thinking_problems(config, exp)
 
 
 def validate_config(config: Mapping, experiment: Experiment | None = None) -> list[str]:
@@ -225,17 +181,10 @@ def validate_config(config: Mapping, experiment: Experiment | None = None) -> li
             continue
         run, where = exp.run_config(dataset, variant), exp.run_sources(dataset, variant)
         out += run_problems(run, engine, where)
-        if engine == "verl" and not out:
-            out += _verl_problems(run, _job_verl(config), f"{dataset}/{variant}")
-    out += problems(config)
+        if exp.paper_scale and not out:
+            out += _verl_problems(run, exp.job_verl(), f"{dataset}/{variant}")
+    out += problems(config, exp)
     return list(dict.fromkeys(out))  # one variant read by two settings: one line
-
-
-def _job_verl(config: Mapping) -> dict:
-    """train.verl as a training job gets it (workflow common.smk: VERL, train_resources' nodes)."""
-    verl = dict(config["train"].get("verl") or {"nodes": 1, "gpus_per_node": 0})
-    nodes = (config.get("resources") or {}).get("train", {}).get("nodes")
-    return {**verl, "nodes": nodes} if nodes is not None else verl
 
 
 def _verl_problems(run: Mapping, verl: Mapping | None, label: str) -> list[str]:

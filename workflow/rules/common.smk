@@ -5,12 +5,7 @@ import yaml
 from toolcall_repro.archive import archive_name, code_tag
 from toolcall_repro.experiment import SOURCES, Experiment
 from toolcall_repro.job import files_param, job_param
-from toolcall_repro.preflight import (
-    check_config,
-    eval_model,
-    filter_policy_model,
-    thinking_of,
-)
+from toolcall_repro.preflight import check_config
 from toolcall_repro.provenance import config_hash
 from toolcall_repro.runconfig import ConfigError, schema_problem
 
@@ -31,12 +26,12 @@ if _problem:
 EXP = Experiment(config)
 check_config(config, experiment=EXP)  # every cross-key rule (preflight.validate_config)
 RUN = EXP.run_dir
-PAPER_SCALE = config["engines"]["training"] == "verl"
+PAPER_SCALE = EXP.paper_scale
 THREADS = config["engines"]["threads"]
 WARMSTART_THREADS = config["engines"].get("warmstart_threads", THREADS)
 # Every job's CPU kernels (torch, MKL, oneDNN), set by the job entry before torch loads: toolcall_repro.machine.
 CPU_CAPABILITY = config["engines"]["cpu_capability"]
-VERL = config["train"].get("verl", {"nodes": 1, "gpus_per_node": 0})
+VERL = EXP.verl()  # train.verl; a training job's resources: EXP.train_resources()
 # Archives live outside results/<run_id> (Snakemake deletes the old outputs of every job it reruns), named
 # for the run id, the code commit and the config's sha256: a changed knob writes a second archive beside
 # the first, the same code and config the same name.
@@ -106,22 +101,6 @@ def stage_resources(stage, **defaults):
     return {**defaults, **config.get("resources", {}).get(stage, {})}
 
 
-def train_resources():
-    """SLURM resources of a training job from train.verl: one 8-GPU node, or several nodes.
-
-    The GPU count is the job's total; the GPU type, constraint and time are the site's (the slurm
-    profile's site settings). Several nodes also ask for one task per node (Ray head and workers
-    through srun; mpi=srun keeps the jobstep plugin from wrapping the launcher in a one-task srun).
-    """
-    nodes, per_node = VERL["nodes"], VERL["gpus_per_node"]
-    res = {"gpu": nodes * per_node, "nodes": nodes, "tasks_per_gpu": 0}
-    if per_node == 0:
-        res = {"gpu": 0, "nodes": 1}
-    elif nodes > 1:
-        res.update(tasks=nodes, mpi="srun")
-    return {**res, **config.get("resources", {}).get("train", {})}
-
-
 def heldout_cfg():
     """How every filter chain carves its held-out split (data.split: the reserve)."""
     return {k: subtree("filter", k) for k in ("heldout_fraction", "reserve_fraction")}
@@ -158,7 +137,7 @@ def train_job(seeds, twin=None):
         gpus=VERL["nodes"] * VERL["gpus_per_node"],
         engine=config["engines"]["training"],
         threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
-        nodes=train_resources()["nodes"],
+        nodes=EXP.train_resources()["nodes"],
         verl=VERL,
         launcher=os.path.join("workflow", "scripts", "verl", "launch_verl.sh"),
     )
@@ -166,7 +145,7 @@ def train_job(seeds, twin=None):
 
 def protocol_spec(protocol, seed, model):
     """An evaluation protocol for one model: the model's thinking switch (model.enable_thinking) too."""
-    thinking = thinking_of(config, eval_model(config, model))
+    thinking = EXP.thinking(EXP.eval_model(model))
     return {
         "id": protocol,
         **EXP.protocol(protocol),
@@ -178,7 +157,7 @@ def protocol_spec(protocol, seed, model):
 
 def filter_job_config(chain):
     """A rollout filter's config: its chain's subtree, the held-out split and the policy's thinking switch."""
-    thinking = thinking_of(config, filter_policy_model(config, chain))
+    thinking = EXP.thinking(EXP.filter_policy_model(chain))
     return {
         **subtree("filter", chain),
         **heldout_cfg(),

@@ -22,7 +22,7 @@ rule train_grpo:
         env("train-verl")
     threads: THREADS
     resources:
-        **train_resources(),
+        **EXP.train_resources(),
     params:
         files=files_param,
         job=train_job({"train": subtree("train", "seed")}),
