@@ -1,5 +1,5 @@
 # The two entry points of the README. Both install what they need first (idempotent).
-.PHONY: install install-verl lock run evidence test lint reference
+.PHONY: install install-verl lock run evidence test test-fast lint reference
 
 install:
 	bash scripts/install.sh
@@ -30,6 +30,11 @@ evidence: install
 # Every test: the main suite in .venv, then the verl CPU tests in .venv-verl.
 test: install install-verl
 	bash scripts/test.sh
+
+# The fast loop: the unit tests of .venv (after `make install`), without the workflow, end-to-end, toy paper,
+# slow and verl tests: pytest -m "not workflow and not slow and not verl" (scripts/test.sh fast).
+test-fast:
+	bash scripts/test.sh fast
 
 lint:
 	.venv/bin/ruff check src tests benchmarks scripts

@@ -40,6 +40,28 @@ collect_ignore = [] if HAVE_VERL else ["engines/verl"]
 REQUIRE_FIXTURES = os.environ.get("TOOLCALL_REQUIRE_FIXTURES", "0") not in ("", "0")
 
 
+# What `make test-fast` (`-m "not workflow and not slow and not verl"`) leaves out, marked here by path so
+# that a new test in these files is marked too (markers: pyproject.toml). Every test under tests/workflow/
+# drives the Snakemake CLI, a shell script or a fresh venv in subprocesses: `workflow`. Two of its files run
+# a whole DAG for real, also `e2e`; one of them is the toy paper run (~15 min, jobs in .venv-verl), also
+# `paper_cpu`. A slow unit test elsewhere carries `slow` in its own file, with the reason beside it.
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+PATH_MARKS = {
+    "workflow/": ("workflow",),
+    "workflow/test_smoke.py": ("e2e",),
+    "workflow/test_paper_cpu.py": ("e2e", "paper_cpu"),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        rel = os.path.relpath(str(item.path), _TESTS).replace(os.sep, "/")
+        for prefix, marks in PATH_MARKS.items():
+            if rel == prefix or (prefix.endswith("/") and rel.startswith(prefix)):
+                for mark in marks:
+                    item.add_marker(mark)
+
+
 def pytest_report_header(config):
     lines = []
     if not HAVE_VERL:

@@ -92,6 +92,7 @@ def test_inputs_bytes_depend_on_the_runs_only(tmp_path):
     assert {"setting", "variant", "seed", "heldout_outcomes", "heldout_sampled_outcomes"} <= set(first)
 
 
+@pytest.mark.slow  # writes the whole efficiency report twice (figures included), ~20 s
 def test_the_report_rebuilds_from_its_inputs_alone(tmp_path, monkeypatch):
     """write_report computes from the inputs it wrote; the rebuild command, given only those files (the
     run tree deleted), writes the same tables, index and figures."""

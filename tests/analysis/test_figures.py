@@ -64,6 +64,7 @@ def test_figure_without_data_is_a_placeholder_not_a_crash(tmp_path):
     assert all(isinstance(f.figure, Figure) for f in figs)
 
 
+@pytest.mark.slow  # the tables and figures CLI in a fresh process (matplotlib, every figure), ~6 s
 def test_a_hand_run_writes_tables_figures_and_indexes(run_dir, tmp_path, config):
     """make_tables and make_figures by hand (`toolcall-repro stage`, a process of its own), the pipeline
     config over the whole run tree."""
@@ -97,6 +98,7 @@ def test_a_hand_run_rejects_a_missing_run_dir(tmp_path):
     assert proc.returncode != 0 and "no run directory" in proc.stderr
 
 
+@pytest.mark.slow  # renders every figure from declared inputs, ~8 s
 def test_figures_from_declared_inputs_use_the_written_speedup_table(run_dir, tmp_path, config):
     """As the rules run it: tables and figures read only their declared inputs; the figures take the
     speedup table make_tables wrote (input.tables_csv), and draw the same accuracy-vs-time figure as when

@@ -4,6 +4,8 @@ config and seeds."""
 
 import json
 
+import pytest
+
 from toolcall_repro.cli import main
 from toolcall_repro.job import Job, run
 
@@ -24,6 +26,7 @@ def analysis_job(stage, run_dir, out_dir, declared, config, **extra_inputs):
                seeds={"eval": [0, 1]}, options={"run_dir": str(run_dir)})  # fmt: skip
 
 
+@pytest.mark.slow  # the tables and figures jobs and a hand run, each in fresh processes, ~7 s
 def test_tables_and_figures_jobs_write_what_a_hand_run_writes(run_dir, run_units, tmp_path):
     declared = sorted(str(p) for p in run_dir.rglob("*") if p.is_file())
     config = {**CONFIG, **run_units}  # the rule's config: the evaluate subtree and the experiment's units
