@@ -238,3 +238,23 @@ def test_the_gpu_type_is_a_site_setting_not_a_config_key():
     cfg["train"]["verl"]["gpu_model"] = "a100"
     msg = short("\n".join(preflight.validate_config(cfg)))
     assert "train.verl.gpu_model is a site setting now" in msg and "profiles/slurm/config.yaml" in msg
+
+
+def test_tracking_takes_verl_loggers_only_with_the_verl_engine():
+    cfg = load()
+    assert cfg["engines"]["tracking"] == ["tensorboard"]
+    validate(copy.deepcopy(cfg), str(SCHEMA_PATH))
+    assert not [p for p in rc.stage_problems(cfg) if "tracking" in p]
+    local = copy.deepcopy(cfg)
+    local["engines"]["tracking"] = ["tensorboard", "wandb"]
+    (problem,) = [p for p in rc.stage_problems(local) if "tracking" in p]
+    assert (
+        problem.startswith("engines.tracking: ['wandb'] are verl's loggers")
+        and "[tensorboard] or []" in problem
+    )
+    local["engines"]["training"] = "verl"
+    assert not [p for p in rc.stage_problems(local) if "tracking" in p]
+    bad = copy.deepcopy(cfg)
+    bad["engines"]["tracking"] = ["neptune"]
+    with pytest.raises(WorkflowError):
+        validate(bad, str(SCHEMA_PATH))

@@ -321,6 +321,13 @@ def stage_problems(config: Mapping) -> list[str]:
                     f"filter.{setting}.{key}: reserve needs filter.reserve_fraction > 0 (the reserve is "
                     f"what the warm start never saw), got {reserve}"
                 )
+    engines = config.get("engines") or {}
+    remote = sorted(set(engines.get("tracking") or []) - {"tensorboard"})
+    if remote and engines.get("training") == "local":
+        out.append(
+            f"engines.tracking: {remote} are verl's loggers (engines.training: verl); the local engine writes "
+            "TensorBoard only: use [tensorboard] or []"
+        )
     run = os.path.abspath(os.path.join("results", config["run_id"]))
     archives = os.path.abspath((config.get("archive") or {}).get("dir", os.path.join("results", "archives")))
     if os.path.commonpath([archives, run]) == run:

@@ -410,6 +410,41 @@ def test_a_retry_continues_after_the_last_complete_chunk_and_ends_identical(tmp_
     assert len(other.calls) == len(whole.calls)
 
 
+def test_rollouts_log_progress_and_reused_chunks_count_but_are_not_timed(tmp_path, monkeypatch):
+    """A line per chunk here (progress.EVERY_S 0; 30s apart in a job) with samples done of the total,
+    elapsed time and an estimate left; a retry counts the chunks it reads back, and logs what it runs."""
+    import re
+
+    import toolcall_repro.progress as progress
+
+    monkeypatch.setattr(progress, "EVERY_S", 0.0)
+    samples = [sample(i) for i in range(5)]
+    script = {s.id: [right(s), WRONG] for s in samples}
+    folder = tmp_path / "chunks"
+
+    def go(backend, log):
+        return run_rollouts(
+            samples, backend, lambda s: s.id, 2, temperature=1.0, top_p=1.0, max_tokens=32, seed=0,
+            batch_size=2, store=ChunkStore(folder, "run"), log=log, label="single_turn filter rollouts",
+        )  # fmt: skip
+
+    lines = []
+    first = go(ScriptedBackend(script), lines.append)
+    assert [m.split(",")[0] for m in lines] == [
+        "single_turn filter rollouts: 2/5 samples (40%)",
+        "single_turn filter rollouts: 4/5 samples (80%)",
+        "single_turn filter rollouts: 5/5 samples (100%)",
+    ]
+    assert all(re.search(r", \d+s elapsed, ~\d+s left$", m) for m in lines), lines
+    (folder / "chunk-000002.json").unlink()  # the last chunk lost: the retry generates it alone
+    again, retry = [], ScriptedBackend(script)
+    assert go(retry, again.append) == first and len(retry.calls) == 1
+    assert len(again) == 1 and again[0].startswith("single_turn filter rollouts: 5/5 samples (100%), ")
+    assert run_rollouts(
+        samples, ScriptedBackend(script), lambda s: s.id, 2, temperature=1.0, top_p=1.0, max_tokens=32, seed=0
+    ) == first  # no log: no lines, the same rollouts
+
+
 def test_filter_rollouts_render_with_the_policys_thinking_switch():
     """The filter job's config carries its policy's model.enable_thinking; its protocol (and so every
     rendered prompt and the report's card) takes it, as training and evaluation do."""

@@ -1,6 +1,7 @@
 """The held-out reserve benchmark: reserved, untrained conversations; scored with the training reward."""
 
 import json
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -70,12 +71,20 @@ def heldout(run_stage, tmp_path, model, protocol, per_setting, seeds, variance, 
     )  # fmt: skip
 
 
-def test_the_job_scores_a_tiny_model_with_a_card(tmp_path, tiny_model_dir, run_stage):
+def test_the_job_scores_a_tiny_model_with_a_card(tmp_path, tiny_model_dir, run_stage, capsys):
     pool = [sample(i, s) for i in range(40) for s in ("single_turn", "multi_turn")]
     write_samples(pool, tmp_path / "pool.parquet")
     protocol = {"id": "stronger", "system_prompt": "stronger", "template": "context", "thinking": "drop",
                 "temperature": 0.7, "top_p": 1.0, "max_tokens": 8, "backend": "transformers"}  # fmt: skip
     heldout(run_stage, tmp_path, tiny_model_dir, protocol, per_setting=3, seeds=[1, 2], variance=[1, 2, 3])
+    # the log: a progress line per (seed, setting) with prompts done, elapsed time and an estimate left
+    lines = [m for m in capsys.readouterr().out.splitlines() if m.startswith("held-out generation: ")]
+    assert [m.split(",")[0] for m in lines[:2]] == [
+        "held-out generation: 3/18 prompts (16%) seed 1 setting single_turn",
+        "held-out generation: 6/18 prompts (33%) seed 1 setting multi_turn",
+    ]
+    assert len(lines) == 6 and lines[-1].startswith("held-out generation: 18/18 prompts (100%) seed 3 ")
+    assert all(re.search(r", \d+s elapsed, ~\d+s left$", m) for m in lines), lines
     docs = json.loads((tmp_path / "out" / "seeds.json").read_text())
     assert [d["card"]["seed"] for d in docs] == [1, 2, 3]
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())

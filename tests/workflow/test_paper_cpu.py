@@ -195,6 +195,15 @@ def test_grpo_ran_through_verls_trainer_with_our_reward(run, variant):
     # our reward's reasons (rewards.py) ride in verl's reward extras
     assert all(any(k.startswith("reward/reason/") for k in m) for m in metrics)
     assert (out / "final" / "config.json").is_file()
+    # live curves: verl's own tensorboard logger (engines.tracking) wrote our step keys, every step, under
+    # the run's folder (the efficient run was killed and resumed: its redone steps appear twice)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(out / "tensorboard"))
+    events.Reload()
+    for tag in ("reward/active_mean", "group/mixed_frac", "filter/skipped", "perf/update_tokens", "timing_s/gen"):
+        assert {e.step for e in events.Scalars(tag)} == {m["step"] for m in metrics}, tag
+    assert "val-core/single_turn/acc/mean@1" in events.Tags()["scalars"]
 
 
 def test_update_rows_are_m_per_group_for_efficient_and_n_for_vanilla(run):

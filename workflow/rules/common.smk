@@ -137,8 +137,9 @@ def train_job(seeds, twin=None):
         gpus=VERL["nodes"] * VERL["gpus_per_node"],
         engine=config["engines"]["training"],
         threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
+        trackers=config["engines"].get("tracking", []),  # live curves, never read back
         nodes=EXP.train_resources()["nodes"],
-        verl=VERL,
+        verl={**VERL, "trackers": config["engines"].get("tracking", [])},
         launcher=os.path.join("workflow", "scripts", "verl", "launch_verl.sh"),
     )
 

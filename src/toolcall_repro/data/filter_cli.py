@@ -91,6 +91,8 @@ def rollout_filter(
             seed=seed,
             batch_size=int(config.get("batch_size", 16)),
             store=store,
+            log=lambda m: print(m, flush=True),
+            label=f"{setting} filter rollouts",
         )
         timing["rollout_s"] += time.perf_counter() - start
         if store and store.reused:

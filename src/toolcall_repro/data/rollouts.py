@@ -21,6 +21,7 @@ from pathlib import Path
 
 from toolcall_repro.data.schema import Sample
 from toolcall_repro.io import atomic_write_json
+from toolcall_repro.progress import Progress
 from toolcall_repro.rewards import reward_for_setting
 
 
@@ -100,10 +101,14 @@ def run_rollouts(
     seed: int,
     batch_size: int = 16,
     store: ChunkStore | None = None,
+    log: Callable[[str], object] | None = None,
+    label: str = "rollouts",
 ) -> dict[str, Rollouts]:
     """n scored rollouts per sample, in fixed chunks so the same inputs and seed give the same calls;
-    with a `store`, chunks it already holds are read back instead of generated."""
+    with a `store`, chunks it already holds are read back instead of generated. `log` gets a progress
+    line (samples done, elapsed, estimate left) at most every `progress.EVERY_S` seconds, and the last."""
     results: dict[str, Rollouts] = {}
+    progress = Progress(len(samples), label, log, unit="samples")
     for chunk_index, start in enumerate(range(0, len(samples), batch_size)):
         chunk = samples[start : start + batch_size]
         prompts = [render(s) for s in chunk]
@@ -124,6 +129,7 @@ def run_rollouts(
         done = store.load(chunk_index, key) if store else None
         if done is not None and set(done) == {s.id for s in chunk}:
             results.update(done)
+            progress.skip(len(chunk))  # read back: not in the pace of the chunks generated
             continue
         groups = backend.generate(
             prompts,
@@ -150,6 +156,7 @@ def run_rollouts(
         if store:
             store.save(chunk_index, key, scored_chunk)
         results.update(scored_chunk)
+        progress.update(len(chunk))
     return results
 
 

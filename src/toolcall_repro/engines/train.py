@@ -19,9 +19,18 @@ LAUNCHER = "workflow/scripts/verl/launch_verl.sh"
 
 
 def train_local(
-    *, train: str, heldout: str, base: str, config: dict, out: str, seed: int, threads: int
+    *,
+    train: str,
+    heldout: str,
+    base: str,
+    config: dict,
+    out: str,
+    seed: int,
+    threads: int,
+    trackers: tuple[str, ...] = (),
 ) -> int:
-    """The local CPU GRPO run; it resumes from its own checkpoints (a rerun of the job continues)."""
+    """The local CPU GRPO run; it resumes from its own checkpoints (a rerun of the job continues);
+    trackers: live curves beside its outputs (config engines.tracking: TensorBoard under tensorboard/)."""
     from toolcall_repro.engines.local import grpo  # torch/transformers only when training here
     from toolcall_repro.engines.local.config import parse_config
 
@@ -35,6 +44,7 @@ def train_local(
         threads=threads,
         resume=True,
         log=lambda msg: print(msg, flush=True),
+        trackers=tuple(trackers),
     )
     print(grpo.summary_line(summary), flush=True)
     return 0
@@ -100,7 +110,9 @@ def train_grpo(j) -> int:
     curve.jsonl, final/); a rerun continues from the run's own checkpoints."""
     engine = j.option("engine")
     if engine == "local":
-        return train_local(**_common(j), threads=int(j.option("threads")))
+        return train_local(
+            **_common(j), threads=int(j.option("threads")), trackers=tuple(j.option("trackers", ()))
+        )
     if engine == "verl":
         return train_verl(**_verl_kwargs(j))
     raise ValueError(f"{j.rule}: option engine {engine!r} is not one of ['local', 'verl']")

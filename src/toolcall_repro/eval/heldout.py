@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from toolcall_repro.configarg import load_config_arg
@@ -29,6 +29,7 @@ from toolcall_repro.data.schema import Sample, read_samples
 from toolcall_repro.data.split import conversation_key, is_reserved, reserve_score
 from toolcall_repro.eval.seeds import summarise_seeds
 from toolcall_repro.io import atomic_write_json
+from toolcall_repro.progress import Progress, print_line
 from toolcall_repro.protocol import protocol_card, render
 from toolcall_repro.rewards import SETTINGS, multi_turn_reward
 
@@ -106,11 +107,12 @@ def run(
     seeds: Sequence[int],
     backend: str | None = None,
     threads: int = 1,
+    log: Callable[[str], object] | None = print_line,
 ) -> list[dict]:
     """One score document per seed (prompts chosen and rendered once, sampled once per seed).
 
     samples, exclude: normalised sample parquets; protocol: the workflow's spec (a dict, or inline JSON /
-    a file as `--protocol` takes it; an `id` key is kept).
+    a file as `--protocol` takes it; an `id` key is kept); log: a progress line per (seed, setting).
     """
     import torch
 
@@ -142,6 +144,8 @@ def run(
     }
     model_record = {"path": str(model), "sha256": model_sha256(model)}
     docs = []
+    total = len(seeds) * sum(len(chosen) for chosen in texts.values())
+    progress = Progress(total, "held-out generation", log, unit="prompts", every=1)
     for seed in seeds:
         protocol, _ = protocol_from_spec(spec, seed)
         outputs = {}
@@ -151,6 +155,7 @@ def run(
                 max_tokens=protocol.max_tokens, seed=protocol.seed,
             )  # fmt: skip
             outputs[setting] = [g[0] for g in groups]
+            progress.update(len(chosen), seed=seed, setting=setting)
         card = protocol_card(
             protocol, tokenizer, benchmark=BENCHMARK, protocol_id=protocol_id, model=model_record,
             prompts=prompt_record, aggregation=FORMULA,

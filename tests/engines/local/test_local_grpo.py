@@ -114,6 +114,7 @@ def _cli(files, base, out, cfg):
             "--seed", "train=3", "--option", "engine=local", "--option", "threads=1"]  # fmt: skip
 
 
+@pytest.mark.slow  # three training jobs in fresh processes, one killed with SIGKILL mid-run: ~13 s
 def test_kill_9_then_resume_gives_identical_metrics(
     sample_files, base_model, tmp_path, make_config, variants
 ):
@@ -235,6 +236,7 @@ def test_curve_and_summary_carry_sampled_heldout_outcomes(sample_files, base_mod
     assert summary["heldout_sampled_accuracy"]["final"] == curve[-1]["heldout_sampled_accuracy"]
 
 
+@pytest.mark.slow  # two GRPO runs (2 and 4 epochs) a variant, compared byte for byte: ~5 s each variant
 @pytest.mark.parametrize("variant", ["vanilla", "efficient"])
 def test_a_longer_run_begins_with_the_shorter_one(
     sample_files, base_model, tmp_path, make_config, variants, variant

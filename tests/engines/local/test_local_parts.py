@@ -232,6 +232,7 @@ save_hf_dir(model, tokenizer, sys.argv[2])
 """
 
 
+@pytest.mark.slow  # two fresh processes that load transformers (~4 s each)
 def test_a_resaved_policy_is_the_same_bytes_whatever_the_callers_hf_hub_offline(tmp_path):
     """A GRPO final/ is the loaded base policy saved again. transformers saves the loading flags with the
     tokenizer (tokenizer_config.json: local_files_only), and HF_HUB_OFFLINE in the caller's shell sets that

@@ -1,8 +1,10 @@
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from tokenizers import Tokenizer
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -31,6 +33,9 @@ def test_the_job_builds_a_model_dir_that_reloads_with_the_same_tokens(sample_fil
     cmd = warmstart_stage(sample_files, out, cfg, seed=0, reserve_fraction=0.25, reserve_seed=3, threads=1)
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+    # the job's log (its stdout) says how far the steps got, how long they took and what is left
+    assert re.search(r"^warm start: 1/3 steps \(33%\) loss \d+\.\d{4}, \d+s elapsed, ~\d+s left$", done.stdout, re.M)
+    assert re.search(r"^warm start: 3/3 steps \(100%\) .*, ~0s left$", done.stdout, re.M), done.stdout
     report = json.loads((out / "warmstart_report.json").read_text())
     # reserved ids (the filters' held-out candidates) never reach the warm start
     everything = load_samples([sample_files["single_turn"], sample_files["multi_turn"]])
@@ -129,6 +134,9 @@ def test_shared_prefix_gives_the_same_loss_and_gradients_as_full_sequences():
     assert shared_prefix(model, [Example([1, 2, 3], [2]), Example([4, 5, 6], [2])]) is None
 
 
+# slow: two warm-start jobs in fresh processes at the config's 2 threads, ~8 s each on an idle 2-core machine
+# and several times that when the other core is busy (two threads then wait on each other every step).
+@pytest.mark.slow
 def test_warm_start_as_configured_twice_gives_bit_identical_weights(sample_files, tmp_path):
     """The embedded default's model.tiny and engines.warmstart_threads (steps cut to 4), run twice:
     same seed, same thread count -> the same bytes, whatever else the machine runs. The thread count
@@ -169,6 +177,8 @@ def test_warm_start_as_configured_twice_gives_bit_identical_weights(sample_files
     assert json.loads((a_early / "early_step.json").read_text()) == {"sft_steps_done": 2, "of": 4}
 
 
+# slow: three warm-start jobs in fresh processes (torch reads the kernel choice when it loads), ~7 s each.
+@pytest.mark.slow
 def test_the_configured_cpu_capability_decides_the_weights_not_the_callers_shell(sample_files, tmp_path):
     """engines.cpu_capability reaches the warm start through the job entry, as in the workflow: a caller
     whose shell asks for other kernels (another machine's instruction set, simulated with
@@ -180,8 +190,6 @@ def test_the_configured_cpu_capability_decides_the_weights_not_the_callers_shell
     import yaml
 
     if not torch.cpu._is_avx2_supported():
-        import pytest
-
         pytest.skip("this CPU has no AVX2: the pinned capability (avx2) cannot run here")
     config = yaml.safe_load((Path(__file__).parents[3] / "config" / "config.yaml").read_text())
     samples = [str(sample_files["single_turn"]), str(sample_files["multi_turn"])]

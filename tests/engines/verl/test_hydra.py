@@ -70,6 +70,20 @@ def test_paper_settings_compose_and_validate(tmp_path, setting):
     assert list(checkpoint.save_contents) == list(checkpoint.load_contents) == ["model", "optimizer", "extra"]
 
 
+def test_trackers_become_verls_loggers_writing_under_the_run(tmp_path):
+    """engines.tracking (passed as train.verl.trackers) adds verl's own loggers; TensorBoard's event files
+    go under the run's folder (toolcall.tensorboard_dir, exported as TENSORBOARD_DIR by the task runner)."""
+    verl = {**EIGHT_GPUS, "trackers": ["tensorboard"]}
+    cfg = compose_config(hydra.build_overrides(run_config(), verl, paths(tmp_path), seed=3))
+    check_config(cfg)
+    assert list(cfg.trainer.logger) == ["console", "file", "tensorboard"]
+    assert cfg.toolcall.tensorboard_dir == str(tmp_path / "train" / "single_turn" / "efficient" / "tensorboard")
+    with pytest.raises(ValueError, match=r"among \['tensorboard', 'wandb', 'mlflow'\], got \['neptune'\]"):
+        hydra.build_overrides(run_config(), {**EIGHT_GPUS, "trackers": ["neptune"]}, paths(tmp_path), seed=3)
+    # logging only: a resumed run may change where its curves go
+    assert "trackers" in hydra.PERFORMANCE_ONLY
+
+
 def test_max_steps_becomes_verls_total_training_steps(tmp_path):
     """The Tool-N1 filter policy's 80 steps (common.smk: max_steps): without it verl plans all epochs."""
     cfg = compose_config(hydra.build_overrides(run_config(max_steps=80), EIGHT_GPUS, paths(tmp_path), seed=0))

@@ -31,6 +31,27 @@ def test_oracle_generation_scores_100_percent_end_to_end(data_dir, oracle):
     assert 3 in generate.seeds and len(set(generate.seeds)) > 2  # agent steps get their own seeds
 
 
+def test_the_runner_logs_entries_done_with_elapsed_and_left(data_dir, oracle, monkeypatch):
+    """A progress line per agent episode and per text category here (progress.EVERY_S 0; 30s apart in a
+    job): entries done of all categories, elapsed time and an estimate left."""
+    import re
+
+    import toolcall_repro.progress as progress
+
+    monkeypatch.setattr(progress, "EVERY_S", 0.0)
+    categories = ["special_incomplete", "agent_multi_turn"]
+    lines = []
+    run_categories(data_dir, categories, oracle(data_dir, categories, limit=2), ScriptedUser(), "python",
+                   limit=2, seed=3, log=lines.append)  # fmt: skip
+    progress_lines = [m.split(",")[0] for m in lines if m.startswith("acebench generation: ")]
+    assert progress_lines == [
+        "acebench generation: 2/4 entries (50%) category special_incomplete",
+        "acebench generation: 3/4 entries (75%) category agent_multi_turn",
+        "acebench generation: 4/4 entries (100%) category agent_multi_turn",
+    ]
+    assert all(re.search(r", \d+s elapsed, ~\d+s left$", m) for m in lines if m.startswith("acebench")), lines
+
+
 def ace_config(protocol: str, categories: list[str], limit: int = 1) -> dict:
     return {"acebench": {"source": "local", "categories": categories, "limit": limit, "simulator": "scripted"},
             "protocol": json.loads(protocol), "model": {"tag": "base", "source": "base"}}  # fmt: skip

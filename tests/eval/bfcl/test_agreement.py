@@ -8,6 +8,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # the harness is a test helper beside this file
 import agreement_harness as agreement  # noqa: E402
 
+# slow: the module's fixture scores ~250 entries twice, once through the official `bfcl evaluate` in a
+# process of its own (~7 s), before any of its tests.
+pytestmark = pytest.mark.slow
+
 CATEGORIES = [
     "simple_python",
     "multiple",

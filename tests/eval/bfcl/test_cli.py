@@ -11,6 +11,10 @@ import pytest
 from toolcall_repro.eval.bfcl.jobs import parse_protocol
 from toolcall_repro.job import job_from_argv, run
 
+# slow: the module's fixture runs generate_bfcl and score_bfcl through the CLI in fresh processes, and again in
+# this one (~12 s), before any of its tests.
+pytestmark = pytest.mark.slow
+
 CATEGORIES = "simple_python,irrelevance,live_simple"
 PROTOCOL = {
     "id": "default",

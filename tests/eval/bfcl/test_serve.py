@@ -99,6 +99,33 @@ def test_server_generation_is_concurrent_seeded_and_scored(tiny_model_dir, fake_
     assert doc["categories"]["irrelevance"]["correct"] == 3
 
 
+@pytest.mark.parametrize("workers", [1, 3])
+def test_generation_logs_entries_done_with_elapsed_and_left(
+    tiny_model_dir, fake_server, tmp_path, monkeypatch, workers
+):
+    """A progress line per entry here (progress.EVERY_S 0; 30s apart in a job): entries done of all
+    categories, the entry's category, elapsed time and an estimate left."""
+    import re
+
+    import toolcall_repro.progress as progress
+
+    monkeypatch.setattr(progress, "EVERY_S", 0.0)
+    lines = []
+    protocol = Protocol(system_prompt="bfcl_default", backend="vllm", max_tokens=16, seed=7)
+    generate(
+        model_dir=tiny_model_dir, model_tag="served", protocol=protocol, protocol_id="default",
+        categories=["simple_python", "irrelevance"], limit=2, out_dir=tmp_path / "results", workers=workers,
+        server_url=fake_server, log=lines.append,
+    )  # fmt: skip
+    assert [m.split(",")[0] for m in lines] == [
+        "bfcl generation: 1/4 entries (25%) category simple_python",
+        "bfcl generation: 2/4 entries (50%) category simple_python",
+        "bfcl generation: 3/4 entries (75%) category irrelevance",
+        "bfcl generation: 4/4 entries (100%) category irrelevance",
+    ]
+    assert all(re.search(r", \d+s elapsed, ~\d+s left$", m) for m in lines), lines
+
+
 FAKE_VLLM = """#!{python}
 # Stands in for the vLLM env's `vllm` (stdlib only, starts fast): records its argv, then serves a
 # completions API on --port that knows the triangle answer.

@@ -6,6 +6,9 @@ from lm_eval.tasks import TaskManager
 
 from toolcall_repro.eval.general.fetch import MissingRevision, fetch_task_data
 
+# slow: lm-eval's TaskManager, which both tests need, reads every task config lm-eval ships (~7 s).
+pytestmark = pytest.mark.slow
+
 HELLASWAG_ROW = {"ind": 0, "activity_label": "Cooking", "ctx_a": "A man cuts bread.", "ctx_b": "he",
                  "ctx": "A man cuts bread. he", "endings": ["eats.", "sings.", "runs.", "sleeps."],
                  "source_id": "x", "split": "val", "split_type": "indomain", "label": "0"}  # fmt: skip

@@ -42,6 +42,7 @@ def rl_model(tiny_model_dir, tmp_path_factory) -> str:
     return str(out)
 
 
+@pytest.mark.slow  # two check_general_capability jobs through the CLI, each a fresh process loading lm-eval: ~10 s
 def test_local_task_base_vs_rl_end_to_end(tiny_model_dir, rl_model, samples_parquet, tmp_path):
     """The job runs lm-eval's hf backend offline on the local task; the table compares base and RL."""
     outs = {}

@@ -32,8 +32,10 @@ from toolcall_repro.engines.local.config import GRPOConfig
 from toolcall_repro.engines.local.model import load_policy, save_hf_dir, set_threads
 from toolcall_repro.engines.local.prompts import PromptRecord, build_prompts, load_samples
 from toolcall_repro.engines.local.rollout import sample_groups
+from toolcall_repro.engines.local.tracking import Tracker
 from toolcall_repro.engines.local.update import UpdateRow, policy_update
 from toolcall_repro.io import write_jsonl
+from toolcall_repro.progress import Progress, duration
 from toolcall_repro.rewards import reward_for_setting
 from toolcall_repro.rl import StreakFilter, group_advantages, select_subset, step_metrics
 from toolcall_repro.rl.metrics import epoch_report
@@ -74,11 +76,14 @@ def _decode(tokenizer, ids) -> str:
 
 
 def heldout_scores(
-    model, tokenizer, records: list[PromptRecord], reward_fn, cfg: GRPOConfig
+    model, tokenizer, records: list[PromptRecord], reward_fn, cfg: GRPOConfig, log=None
 ) -> list[float] | None:
-    """Greedy-decoding reward of each held-out prompt, in order; None without any."""
+    """Greedy-decoding reward of each held-out prompt, in order; None without any.
+
+    log: where progress lines go while it runs long (progress.EVERY_S apart; none for a quick one)."""
     if not records:
         return None
+    progress = Progress(len(records), "held-out greedy", log, unit="prompts")
     scores = []
     for start in range(0, len(records), cfg.eval_batch_size):
         chunk = records[start : start + cfg.eval_batch_size]
@@ -94,6 +99,7 @@ def heldout_scores(
         )
         for r, group in zip(chunk, groups, strict=True):
             scores.append(float(reward_fn(_decode(tokenizer, group[0].response_ids), r.ground_truth).score))
+        progress.update(len(chunk))
     return scores
 
 
@@ -104,12 +110,14 @@ HELDOUT_SAMPLE_SALT = 20260
 
 
 def heldout_sampled_scores(
-    model, tokenizer, records: list[PromptRecord], reward_fn, cfg: GRPOConfig
+    model, tokenizer, records: list[PromptRecord], reward_fn, cfg: GRPOConfig, log=None
 ) -> list[float] | None:
     """Mean reward of `cfg.heldout_samples` responses per held-out prompt, sampled at the training
-    temperature and top_p, in order; None without prompts or with heldout_samples 0."""
+    temperature and top_p, in order; None without prompts or with heldout_samples 0. log: as
+    heldout_scores'."""
     if not records or cfg.heldout_samples < 1:
         return None
+    progress = Progress(len(records), "held-out sampled", log, unit="prompts")
     scores = []
     for i, r in enumerate(records):
         generator = torch.Generator().manual_seed(_seed_for(HELDOUT_SAMPLE_SALT, i))
@@ -126,6 +134,7 @@ def heldout_sampled_scores(
         )
         rewards = [float(reward_fn(_decode(tokenizer, ro.response_ids), r.ground_truth).score) for ro in group]
         scores.append(float(np.mean(rewards)))
+        progress.update()
     return scores
 
 
@@ -151,6 +160,7 @@ class GRPOTrainer:
             else StreakFilter(None)  # tracking only: group types and transitions for vanilla runs
         )
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.tracker = None  # engines.local.tracking.Tracker: live curves (TensorBoard), never read back
         self.state = TrainState()
 
     # --- one step -------------------------------------------------------------------------------
@@ -249,12 +259,14 @@ class GRPOTrainer:
         return line
 
     # --- checkpoints and evaluation ---------------------------------------------------------------
-    def evaluate(self) -> None:
+    def evaluate(self, log=None) -> float:
+        """Score the held-out prompts at the current step (a curve row); returns the seconds it took."""
         st = self.state
         t0 = time.perf_counter()
-        scores = heldout_scores(self.model, self.tokenizer, self.heldout, self.reward_fn, self.cfg)
-        sampled = heldout_sampled_scores(self.model, self.tokenizer, self.heldout, self.reward_fn, self.cfg)
-        st.eval_s += time.perf_counter() - t0
+        scores = heldout_scores(self.model, self.tokenizer, self.heldout, self.reward_fn, self.cfg, log)
+        sampled = heldout_sampled_scores(self.model, self.tokenizer, self.heldout, self.reward_fn, self.cfg, log)
+        took = time.perf_counter() - t0
+        st.eval_s += took
         st.curve.append(
             {
                 "step": st.step,
@@ -269,6 +281,7 @@ class GRPOTrainer:
                 "time/cumulative_device_s": st.cumulative_device_s,
             }
         )
+        return took
 
     def checkpoint(self) -> None:
         self.state.filter = self.streaks.state_dict()
@@ -292,11 +305,30 @@ class GRPOTrainer:
         st, cfg = self.state, self.cfg
         return st.epoch >= cfg.epochs or (cfg.max_steps is not None and st.step >= cfg.max_steps)
 
+    def steps_estimate(self, epoch_prompts: int) -> tuple[int, bool]:
+        """(steps the run will have taken, whether that is an estimate), after a step of an epoch of
+        `epoch_prompts` active prompts: the epochs left are taken to be as long as that one (exact without
+        a filter, whose epochs shrink)."""
+        st, cfg = self.state, self.cfg
+        per_epoch = -(-epoch_prompts // cfg.batch_size)
+        if st.position:  # mid-epoch: the rest of this one, then whole ones
+            left = -(-(epoch_prompts - st.position) // cfg.batch_size) + (cfg.epochs - st.epoch - 1) * per_epoch
+        else:
+            left = (cfg.epochs - st.epoch) * per_epoch
+        total = st.step + max(0, left)
+        if cfg.max_steps is not None and cfg.max_steps <= total:
+            return cfg.max_steps, False
+        return total, cfg.filter is not None
+
     def fit(self, log=print) -> None:
         st, cfg = self.state, self.cfg
         if not st.curve:
-            self.evaluate()
-            log(f"step 0 heldout_accuracy {st.curve[-1]['heldout_accuracy']}")
+            took = self.evaluate(log)
+            self._track_checkpoint()
+            log(f"step 0 heldout_accuracy {st.curve[-1]['heldout_accuracy']} (held-out eval {duration(took)})")
+        # A log line per step, with the steps left and the time they will take at this run's pace so far
+        # (this process's steps, checkpoints included); wall time, in the log only, never in a result.
+        progress = Progress(None, "grpo", None, start=st.step)
         while not self.done():
             active = self.streaks.active_set(st.epoch, self.all_ids)
             order = [active[i] for i in np.random.default_rng([self.seed, st.epoch]).permutation(len(active))]
@@ -309,15 +341,28 @@ class GRPOTrainer:
             if st.position >= len(order):
                 st.epoch, st.position = st.epoch + 1, 0
             st.metrics.append(line)
+            if self.tracker is not None:
+                self.tracker.step(st.step, line)
+            total, approx = self.steps_estimate(len(order))
+            progress.advance(done=st.step, total=total, approx=approx)
             log(
-                f"step {st.step} epoch {line['epoch']} reward {line['reward/active_mean']:.3f} "
+                f"step {progress.status()} epoch {line['epoch']} reward {line['reward/active_mean']:.3f} "
                 f"mixed {line['group/mixed_frac']:.2f} skipped {line['filter/skipped']} "
-                f"gen {line['timing_s/gen']:.2f}s update {line['timing_s/update_actor']:.2f}s"
+                f"gen {line['timing_s/gen']:.2f}s update {line['timing_s/update_actor']:.2f}s, "
+                f"{progress.estimate()}"
             )
             if st.step % cfg.checkpoint_every == 0 or self.done():
-                self.evaluate()
+                took = self.evaluate(log)
+                self._track_checkpoint()
                 self.checkpoint()
-                log(f"checkpoint step {st.step} heldout_accuracy {st.curve[-1]['heldout_accuracy']}")
+                log(
+                    f"checkpoint step {st.step} heldout_accuracy {st.curve[-1]['heldout_accuracy']} "
+                    f"(held-out eval {duration(took)})"
+                )
+
+    def _track_checkpoint(self) -> None:
+        if self.tracker is not None:
+            self.tracker.checkpoint(self.state.step, self.state.curve[-1])
 
     def summary(self, setting: str, variant: str | None, dropped: dict) -> dict:
         st, m = self.state, self.state.metrics
@@ -382,11 +427,13 @@ def train_grpo(
     threads: int | None = None,
     resume: bool = False,
     log=print,
+    trackers: tuple[str, ...] = (),
 ) -> dict:
     """One GRPO run from the typed run config (parse_config); writes the run's outputs under out.
 
     The train_grpo job (engines.train.train_grpo) calls this. threads: torch's thread
-    count (None: leave it as set); resume: continue from the newest checkpoint of the same run.
+    count (None: leave it as set); resume: continue from the newest checkpoint of the same run;
+    trackers: live curves under out/tensorboard (engines.local.tracking; config engines.tracking).
     """
     cfg = config
     if threads is not None:
@@ -423,7 +470,12 @@ def train_grpo(
             + ("another run's" if resume else "no --resume")
         )
         shutil.rmtree(out_dir / "checkpoints")
-    trainer.fit(log)
+    trainer.tracker = Tracker(out_dir / "tensorboard", setting, tuple(trackers)) if trackers else None
+    try:
+        trainer.fit(log)
+    finally:
+        if trainer.tracker is not None:
+            trainer.tracker.close()
     summary = trainer.summary(setting, variant, {"train": dropped_train, "heldout": dropped_heldout})
     save_hf_dir(model, tokenizer, out_dir / "final")
     write_jsonl(trainer.state.curve, out_dir / "curve.jsonl")

@@ -34,6 +34,7 @@ from toolcall_repro.data.split import partition
 from toolcall_repro.engines.local.model import build_model, save_hf_dir, set_threads, tiny_config
 from toolcall_repro.engines.local.prompts import answer_text, load_samples, render_prompt
 from toolcall_repro.engines.local.tokenizer import provisional_tokenizer, train_tokenizer
+from toolcall_repro.progress import Progress, duration
 from toolcall_repro.protocol import training_protocol
 
 SFT_KEYS = ("vocab_size", "sft_steps", "sft_batch_size", "sft_lr")
@@ -159,6 +160,12 @@ def warm_start(samples: Sequence[Sample], tiny: Mapping, seed: int, log=print, o
     rng = np.random.default_rng(seed)
     order: list[int] = []
     losses = []
+    log(
+        f"warm start: tokenizer ({len(tokenizer)} tokens) and {len(examples)} examples ready, "
+        f"{duration(time.perf_counter() - t0)}; {steps} steps, batch {batch_size}"
+    )
+    # a line at the first step, every 50 and the last, with the time the steps left will take
+    progress = Progress(steps, "warm start", log, unit="steps", every=50)
     for step in range(steps):
         if len(order) < batch_size:
             order += rng.permutation(len(examples)).tolist()
@@ -177,8 +184,7 @@ def warm_start(samples: Sequence[Sample], tiny: Mapping, seed: int, log=print, o
         losses.append(total)
         if on_step is not None:
             on_step(step + 1, model, tokenizer)
-        if step % 50 == 0 or step == steps - 1:
-            log(f"sft step {step}/{steps} loss {total:.4f} ({time.perf_counter() - t0:.0f}s)")
+        progress.update(loss=f"{total:.4f}", force=step == 0)
     lengths = [len(ex.ids) for ex in examples]
     report = {
         "samples": len(samples),

@@ -49,6 +49,8 @@ VERL_DEFAULTS: dict = {
     "attn_implementation": "auto",
     "vllm": {"enforce_eager": False, "max_num_batched_tokens": 8192, "max_num_seqs": 256},
     "extra_overrides": [],
+    # verl loggers besides console and file: tensorboard, wandb, mlflow (the workflow passes engines.tracking)
+    "trackers": [],
 }
 # train.verl keys that change how fast or where a step runs, never what it computes nor how the actor's
 # checkpoint is laid out: the resume fingerprint leaves them out (run_identity), so retuning one for a retry
@@ -92,6 +94,7 @@ PERFORMANCE_ONLY: dict[str, tuple[tuple[str, ...], str]] = {
     "ray_num_cpus": (("ray_kwargs.ray_init.num_cpus",), "CPUs Ray schedules workers on"),
     "max_checkpoints_to_keep": (("trainer.max_actor_ckpt_to_keep",), "how many checkpoints stay on disk"),
     "extra_overrides": ((), "site-specific settings (NCCL, logging, timeouts); the math has run-config keys"),
+    "trackers": (("trainer.logger",), "where live curves go (TensorBoard, W&B, MLflow): logging only"),
 }
 
 
@@ -123,6 +126,7 @@ class RunPaths:
     filter_state: str
     final_validation: str
     validation_dir: str
+    tensorboard_dir: str = ""  # verl's tensorboard logger writes here (TENSORBOARD_DIR): live curves
 
     @classmethod
     def under(cls, out_dir: str, model: str) -> RunPaths:
@@ -136,6 +140,7 @@ class RunPaths:
             filter_state=f"{work}/filter_state.json",
             final_validation=f"{work}/final_validation.json",
             validation_dir=f"{work}/validation",
+            tensorboard_dir=f"{out_dir.rstrip('/')}/tensorboard",
         )
 
 
@@ -368,8 +373,22 @@ def toolcall_section(
         "log_jsonl": paths.log_jsonl,
         "filter_state": paths.filter_state,
         "final_validation": paths.final_validation,
+        "tensorboard_dir": paths.tensorboard_dir,
         "fingerprint": fingerprint,  # the run's (engines.fingerprint); a resumed checkpoint must carry it
     }
+
+
+VERL_TRACKERS = ("tensorboard", "wandb", "mlflow")
+
+
+def trackers(verl: Mapping) -> list[str]:
+    """verl's loggers besides console and file, from train.verl.trackers (the workflow passes
+    engines.tracking there); an unknown one is an error naming the allowed ones."""
+    names = list(verl.get("trackers") or [])
+    unknown = sorted(set(names) - set(VERL_TRACKERS))
+    if unknown:
+        raise ValueError(f"verl trackers must be among {list(VERL_TRACKERS)}, got {unknown}")
+    return names
 
 
 def build_overrides(
@@ -456,7 +475,9 @@ def build_overrides(
         "reward.custom_reward_function.path": REWARD_MODULE,
         "reward.custom_reward_function.name": "compute_score",
         "reward.reward_manager.name": "naive",
-        "trainer.logger": ["console", "file"],
+        # console, our JSONL (engines.verl.metrics reads it) and the trackers config engines.tracking names
+        # (tensorboard: event files under the run's tensorboard/; wandb, mlflow: verl's own loggers)
+        "trainer.logger": ["console", "file", *trackers(v)],
         "trainer.project_name": PROJECT,
         "trainer.experiment_name": f"{run.get('setting', 'run')}-{run.get('variant', 'run')}",
         "trainer.nnodes": nodes,

@@ -107,6 +107,9 @@ class ToolcallTaskRunner(BaseTaskRunner):
         OmegaConf.resolve(config)
         # verl's FileLogger reads this in the process that runs fit(): this Ray actor.
         os.environ["VERL_FILE_LOGGER_PATH"] = str(config.toolcall.log_jsonl)
+        # verl's tensorboard logger (trainer.logger) reads this in the same process: the run's own folder.
+        if config.toolcall.get("tensorboard_dir"):
+            os.environ["TENSORBOARD_DIR"] = str(config.toolcall.tensorboard_dir)
         Path(config.toolcall.log_jsonl).parent.mkdir(parents=True, exist_ok=True)
         _, worker_group_cls = self.add_actor_rollout_worker(config)
         self.add_critic_worker(config)

@@ -21,6 +21,7 @@ from toolcall_repro.eval.acebench.data import data_sha256, group_of, load_catego
 from toolcall_repro.eval.acebench.prompts import PROMPT_SET_ID, prompt_set_sha256, single_turn_messages
 from toolcall_repro.eval.acebench.scoring import FORMULA, score_category, summarise
 from toolcall_repro.eval.acebench.simulator import UserSimulator
+from toolcall_repro.progress import Progress
 from toolcall_repro.protocol import Protocol, protocol_card, render
 from toolcall_repro.provenance import model_sha256
 
@@ -154,20 +155,26 @@ def run_categories(
     Every output is scored twice: with upstream's checker (the category dict itself: the headline,
     comparable to the paper and the leaderboard) and with the fixed one (under its `fixed` key).
     A text category is one generation call with `seed`; each agent step has its own `step_seed`.
+    `log` also gets a progress line (entries done, elapsed, estimate left) at most every
+    `progress.EVERY_S` seconds, and the last.
     """
     scores: dict[str, dict] = {}
     raw: dict[str, list] = {}
     tokens: dict[str, TokenCounter] = {}
-    for category in categories:
-        entries = load_category(data_dir, category, limit)
+    loaded = [(category, load_category(data_dir, category, limit)) for category in categories]
+    progress = Progress(sum(len(e) for _, e in loaded), "acebench generation", log, unit="entries")
+    for category, entries in loaded:
         model = _CountingGenerator(generate, tokens.setdefault(category, TokenCounter()))
         if group_of(category) == "agent":
-            outputs = [
-                run_agent_entry(category, e, model.agent(e, seed), simulator, fmt, max_agent_messages)
-                for e in entries
-            ]
+            outputs = []
+            for e in entries:
+                outputs.append(
+                    run_agent_entry(category, e, model.agent(e, seed), simulator, fmt, max_agent_messages)
+                )
+                progress.update(category=category)
         else:
             outputs = model.texts([(single_turn_messages(category, e), e["function"]) for e in entries], seed)
+            progress.update(len(entries), category=category)
         score = score_category(category, entries, outputs, fmt=fmt, upstream=True).to_dict()
         score["fixed"] = score_category(category, entries, outputs, fmt=fmt, upstream=False).to_dict()
         if group_of(category) == "agent":

@@ -28,6 +28,7 @@ from toolcall_repro.eval.bfcl.execute import dispatching_executor, forget_instan
 from toolcall_repro.eval.bfcl.handler import ProtocolQwenHandler, build_handler, register, registry_name_for
 from toolcall_repro.eval.bfcl.score import EXCLUDED_CATEGORIES, INFERENCE_ERROR_PREFIX, check_categories
 from toolcall_repro.io import atomic_write_json
+from toolcall_repro.progress import Progress
 from toolcall_repro.protocol import Protocol, protocol_card, render
 from toolcall_repro.provenance import model_sha256, sha256_file
 
@@ -100,18 +101,27 @@ def run_entries(
 
     `workers` > 1 runs entries concurrently (one handler each), for a server that batches requests.
     An entry whose inference raises is recorded as "Error during inference: ..." and counted.
+    `log` also gets a progress line (entries done, elapsed, estimate left) at most every
+    `progress.EVERY_S` seconds, and the last.
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     errors: dict[str, list[str]] = {}
     shared = make_handler() if workers == 1 else None
+    progress = Progress(sum(len(rows) for rows in entries.values()), "bfcl generation", log, unit="entries")
+
+    def counted(out: tuple[dict, bool], category: str) -> tuple[dict, bool]:
+        progress.update(category=category)
+        return out
+
     with dispatching_executor():
         for category, rows in entries.items():
             if shared is not None:
-                outputs = [_infer(shared, entry, log) for entry in rows]
+                outputs = [counted(_infer(shared, entry, log), category) for entry in rows]
             else:
                 with ThreadPoolExecutor(max_workers=workers) as pool:
-                    outputs = list(pool.map(lambda entry: _infer(make_handler(), entry, log), rows))
+                    done = pool.map(lambda entry: _infer(make_handler(), entry, log), rows)
+                    outputs = [counted(out, category) for out in done]  # in order, as they finish
             errors[category] = [out["id"] for out, failed in outputs if failed]
             (shared or make_handler()).write([out for out, _ in outputs], result_dir=result_dir)
     return errors
