@@ -10,6 +10,9 @@
 #   VERL_PYTHON  verl[vllm] env: training, `vllm serve`, lm-eval      (.venv-verl/bin/python)
 #   MAIN_PYTHON  bfcl-eval env: data preparation and BFCL scoring     (.venv/bin/python)
 # The model and HellaSwag are read from the Hub (or HF_HOME's cache) on this machine.
+# The GPU env is a CUDA 13 build (requirements/train-verl.lock: nvidia-cuda-runtime 13.0, nvidia-*-cu13):
+# it needs an NVIDIA driver >= 580. Step 0 checks the node's driver first (python -m
+# toolcall_repro.gpu_driver) and stops with one line saying what to do where it is older.
 # --dry-run prints every command instead of running it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +27,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=${2:?--out needs a value}; shift 2 ;;
     --gpus) GPUS=${2:?--gpus needs a value}; shift 2 ;;
     --dry-run) DRY=1; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "gpu_smoke.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -75,7 +78,10 @@ check() {  # a named check in Python (skipped, but printed, with --dry-run)
 }
 
 START=$(date +%s)
-echo "== 0. data and model: 24 synthetic xLAM-schema rows (train/held-out), $MODEL"
+echo "== 0. the NVIDIA driver (the GPU env is CUDA 13: driver >= 580), data and model"
+# before anything downloads or starts: an old driver fails here in one line, not minutes into verl
+run "$MAIN_PYTHON" -m toolcall_repro.gpu_driver --lock "$REPO/requirements/train-verl.lock"
+echo "   24 synthetic xLAM-schema rows (train/held-out), $MODEL"
 run mkdir -p "$DATA" "$OUT/logs"
 if [ -d "$MODEL" ]; then
   BASE=$MODEL

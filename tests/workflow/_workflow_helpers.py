@@ -124,6 +124,14 @@ def fabricate_completed_run(work: Path, *args: str) -> None:
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
 
 
+_FAILED_ALL = """#!/usr/bin/env bash
+for f in "$FAKE_SLURM_DIR"/submission-*.args; do
+  [ -e "$f" ] || continue
+  id=$(basename "$f" .args); id=${id#submission-}
+  echo "$id|FAILED"
+done
+"""
+
 FAKE_SLURM = {
     # Records every submission (arguments and the job script on stdin) and answers with a job id.
     "sbatch": """#!/usr/bin/env bash
@@ -133,15 +141,10 @@ printf '%s\\n' "$@" > "$FAKE_SLURM_DIR/submission-$id.args"
 cat > "$FAKE_SLURM_DIR/submission-$id.script"
 echo "$id"
 """,
-    # Every recorded job is reported FAILED at once, so the run stops after the first submissions.
-    "sacct": """#!/usr/bin/env bash
-for f in "$FAKE_SLURM_DIR"/submission-*.args; do
-  [ -e "$f" ] || continue
-  id=$(basename "$f" .args); id=${id#submission-}
-  echo "$id|FAILED"
-done
-""",
-    "squeue": "#!/usr/bin/env bash\nexit 0\n",
+    # Every recorded job is reported FAILED at once, so the run stops after the first submissions; by
+    # squeue too (the profile's slurm-status-command), in the same `<id>|<state>` lines.
+    "sacct": _FAILED_ALL,
+    "squeue": _FAILED_ALL,
     "sacctmgr": '#!/usr/bin/env bash\necho "${TOOLCALL_SLURM_ACCOUNT:-acct}"\n',
     "sinfo": '#!/usr/bin/env bash\necho "${TOOLCALL_SLURM_PARTITION:-gpu}"\n',
     "scontrol": "#!/usr/bin/env bash\necho 'MinJobAge = 300 sec'\n",

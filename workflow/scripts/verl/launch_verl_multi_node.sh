@@ -3,7 +3,14 @@
 # other node (srun, one step each, --overlap so they share the allocation with this script), then the
 # verl driver here, joined to that cluster through RAY_ADDRESS. Ray is stopped on exit.
 #   launch_verl_multi_node.sh OUT_DIR NODES GPUS_PER_NODE
-# Snakemake's slurm jobstep strips SLURM_* except SLURM_JOB_ID from a job's environment, so the node
+# Where it runs, SLURM_* differs. Under Snakemake (the slurm executor's jobstep, 0.6.1) the rule's
+# command gets SLURM_JOB_ID and a few ids only: the jobstep removes every other SLURM_*, SRUN_* and
+# SBATCH_* variable (SLURM_JOB_NODELIST and SLURM_CONF too) before it starts the command. From a plain
+# `sbatch --nodes=2 --gpus=a100:16` script it gets the whole batch environment, SLURM_GPUS=a100:16 among
+# it, which srun reads as its own --gpus default: every one-node step below would then ask for 16 GPUs
+# on one node, and srun refuses it ("srun: error: Invalid GRES specification (with and without type
+# identification)"; checked on SLURM 22.05 with scripts/local_slurm.sh), the Ray stop steps included.
+# So the job-level GPU and TRES defaults are unset here, and every step names what it needs. The node
 # list comes from scontrol when SLURM_JOB_NODELIST is gone. The head's address is the one the workers
 # reach it at (head_address.sh: VERL_HEAD_IFACE, else the route to the first worker; never a loopback).
 # Each srun step asks for GPUS_PER_NODE GPUs on its node: an allocation split unevenly over the nodes
@@ -18,6 +25,10 @@ RAY_PORT=${VERL_RAY_PORT:-6379}
 CPUS=${VERL_RAY_CPUS_PER_NODE:-$(nproc)}
 WAIT_S=${VERL_RAY_WAIT_S:-600}
 : "${SLURM_JOB_ID:?multi-node verl runs inside a SLURM allocation (SLURM_JOB_ID is unset)}"
+# srun's input variables for GPUs/TRES, set by sbatch from the allocation's request (SLURM 22.05: SLURM_GPUS;
+# later releases add SLURM_TRES_PER_TASK); each step below passes its own --gpus-per-node instead.
+unset SLURM_GPUS SLURM_GPUS_PER_NODE SLURM_GPUS_PER_TASK SLURM_GPUS_PER_SOCKET SLURM_CPUS_PER_GPU \
+  SLURM_MEM_PER_GPU SLURM_NTASKS_PER_GPU SLURM_TRES_PER_TASK SLURM_TRES_PER_JOB SLURM_TRES_BIND
 
 NODELIST=${SLURM_JOB_NODELIST:-$(scontrol show job "$SLURM_JOB_ID" | tr ' ' '\n' | sed -n 's/^NodeList=//p' | head -n 1)}
 mapfile -t HOSTS < <(scontrol show hostnames "$NODELIST")
@@ -32,9 +43,12 @@ ADDRESS="$HEAD_IP:$RAY_PORT"
 echo "[multi_node] head $HEAD ($ADDRESS), workers ${HOSTS[*]:1:$((NODES - 1))}"
 
 PIDS=()
+# A step that names no GPUs takes the job's GPU request as its own (a100:16 on one node: "Unable to create
+# step for job N: Invalid generic resource (gres) specification", with or without SLURM_GPUS): the stop
+# steps ask for none.
 cleanup() {
   for host in "${HOSTS[@]:0:$NODES}"; do
-    srun --overlap --nodes=1 --ntasks=1 -w "$host" "$PY" -m ray.scripts.scripts stop --force >/dev/null 2>&1 || true
+    srun --overlap --nodes=1 --ntasks=1 --gres=none -w "$host" "$PY" -m ray.scripts.scripts stop --force >/dev/null 2>&1 || true
   done
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
 }
