@@ -1,6 +1,7 @@
 """The job entry: a spec in, the stage run, every output checked, the manifest written from the same spec."""
 
 import json
+import os
 
 import pytest
 
@@ -180,3 +181,37 @@ def test_describe_prints_what_the_stage_reads(capsys):
     assert main(["stage", "score_bfcl", "--describe"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("score_bfcl (toolcall_repro.eval.bfcl.jobs):") and "input.results" in out
+
+
+def nvidia_smi(tmp_path, monkeypatch, version):
+    """A stand-in nvidia-smi on PATH that reports one GPU with this driver version."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "nvidia-smi"
+    exe.write_text(f"#!/usr/bin/env bash\necho {version}\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+def test_a_gpu_job_on_a_node_with_an_old_driver_stops_before_its_stage(tmp_path, monkeypatch, capsys):
+    nvidia_smi(tmp_path, monkeypatch, "535.104.05")
+    assert job.main([json.dumps(spec(tmp_path, gpus=1))]) == 5
+    err = capsys.readouterr().err
+    assert "synthesize_source: gpu driver: found 535.104.05" in err and "driver >= 580" in err
+    assert not (tmp_path / "raw").exists() and not (tmp_path / "manifests").exists()
+
+
+def test_a_gpu_job_runs_on_a_new_driver_and_a_cpu_job_never_asks(tmp_path, monkeypatch, capsys):
+    nvidia_smi(tmp_path, monkeypatch, "580.82.07")
+    assert job.main([json.dumps(spec(tmp_path / "gpu", gpus=1))]) == 0
+    assert "gpu driver: found 580.82.07" in capsys.readouterr().out
+    # a CPU job (gpus 0) does not ask, whatever the driver
+    (tmp_path / "bin" / "nvidia-smi").write_text("#!/usr/bin/env bash\necho 470.57.02\n")
+    assert job.main([json.dumps(spec(tmp_path / "cpu"))]) == 0
+    assert "gpu driver" not in capsys.readouterr().out
+
+
+def test_a_gpu_job_without_nvidia_smi_runs_unchecked(tmp_path, monkeypatch):
+    """The paper path on a CPU (train.verl.device: cpu) holds a logical GPU and has no driver to ask."""
+    monkeypatch.setattr("shutil.which", lambda name, *a, **k: None if name == "nvidia-smi" else "/bin/" + name)
+    assert job.main([json.dumps(spec(tmp_path, gpus=1))]) == 0

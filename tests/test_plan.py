@@ -71,3 +71,6 @@ def test_dryrun_blocks_and_multi_node_gpus():
     assert plan["train_rows"] == {k: {"rows": v, "from": "config target"} for k, v in rows.items()}
     text = format_plan(plan)
     assert "multi_turn/efficient" in text and "4,096" in text and "1,536 GPU-hours" in text
+    # the driver the GPU locks need, said before the bill (gpu_driver); no GPU job, no line
+    assert "Driver: the GPU envs are CUDA 13 builds" in text and "NVIDIA driver >= 580" in text
+    assert gpu_jobs_plan([jobs[1]], Experiment(config))["gpu_driver"] is None

@@ -219,16 +219,34 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def _driver_ok(job: Job) -> bool:
+    """A GPU job first asks the node's NVIDIA driver whether it runs the GPU locks' CUDA (gpu_driver):
+    too old, or unreadable, fails the job here in one line, not at the first CUDA call minutes in. Where
+    there is no nvidia-smi at all (the paper path on a CPU, train.verl.device: cpu) nothing is checked."""
+    from toolcall_repro.gpu_driver import check
+
+    code, line = check()
+    if code == 1:
+        print(f"{job.rule}: {line}", file=sys.stderr)
+        return False
+    if code == 0:
+        print(f"{job.rule}: {line}", flush=True)
+    return True
+
+
 def run(job: Job) -> int:
     """Run the job's stage, then write its manifest; on failure write nothing.
 
     The CPU kernels are pinned (options.cpu_capability, engines.cpu_capability in config) before the
-    stage imports torch, and checked after it ran: a CPU that cannot run them fails the job.
+    stage imports torch, and checked after it ran: a CPU that cannot run them fails the job (4). A job
+    that holds GPUs checks the node's driver before anything else (5: too old for the GPU locks).
     """
     from toolcall_repro.io import atomic_write_json
     from toolcall_repro.machine import KernelPinError, check_kernels, pin_kernels
     from toolcall_repro.provenance import build_manifest
 
+    if job.gpus and not _driver_ok(job):
+        return 5
     capability = job.options.get("cpu_capability")
     if capability is not None:
         pin_kernels(str(capability))

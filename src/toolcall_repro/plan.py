@@ -29,6 +29,7 @@ from pathlib import Path
 
 import yaml
 
+from toolcall_repro import gpu_driver
 from toolcall_repro.eval.bfcl.locate import VLLMNotFound, find_vllm
 from toolcall_repro.experiment import TRAIN_DATASETS, Experiment
 
@@ -207,6 +208,8 @@ def gpu_jobs_plan(jobs: list[Job], exp: Experiment, retries: int = 0, root: Path
         "retries": retries,
         "max_gpu_hours": sum(e["max_gpu_hours"] for e in planned),
         "train_rows": {k: {"rows": v[0], "from": v[1]} for k, v in rows.items()},
+        # what the GPU nodes' driver must be for the GPU locks' CUDA (gpu_driver), said before the bill
+        "gpu_driver": gpu_driver.requirement() if planned else None,
     }
 
 
@@ -274,6 +277,8 @@ def format_plan(plan: dict) -> str:
         f"Training rows: {sizes}; tooln1 (the filter policy) runs max_steps on the whole pool.",
         "Steps and rollouts are upper bounds: the pre-rollout filter shrinks later epochs.",
     ]
+    if plan.get("gpu_driver"):
+        lines.append(f"Driver: {plan['gpu_driver']}; each GPU job checks its node's first.")
     if plan.get("bfcl_vllm"):
         lines.append(f"generate_bfcl serves with {plan['bfcl_vllm']['vllm']} ({plan['bfcl_vllm']['found_by']}).")
     return "\n".join(lines)
