@@ -256,3 +256,42 @@ def test_the_model_behind_each_generation_and_the_training_jobs_resources():
     assert exp.train_resources() == {"gpu": 16, "nodes": 2, "tasks_per_gpu": 0, "tasks": 2, "mpi": "srun"}
     cfg["resources"] = {"train": {"nodes": 1}}  # the site's override reaches the job's verl too
     assert Experiment(cfg).job_verl() == {"nodes": 1, "gpus_per_node": 8}
+
+
+# --- the rules' patterns, filled in, are the units' paths -------------------------------------------------
+
+
+def fill(pattern: str, **wildcards) -> str:
+    return pattern.format(**wildcards)
+
+
+def test_a_training_rules_patterns_are_its_runs_paths(exp):
+    """train_grpo and train_grpo_seed (train.smk) write what the analysis reads of each run."""
+    lay = exp.layout
+    for run in [*exp.training_runs(), *exp.efficiency_runs()]:
+        w = {"dataset": run.dataset, "variant": run.variant, "seed": run.seed}
+        if run.seed is None:
+            files = [lay.training_file("{dataset}", "{variant}", n) for n in ("summary", "metrics", "curve")]  # fmt: skip
+            manifest = lay.manifest("train_grpo", "{dataset}", "{variant}")
+        else:
+            files = [lay.training_file("{dataset}", "{variant}", n, "{seed}") for n in ("summary", "metrics", "curve")]  # fmt: skip
+            manifest = lay.manifest("train_grpo_seed", lay.training_key("{dataset}", "{variant}", "{seed}"))
+        assert [fill(f, **w) for f in files] == run.files
+        assert fill(manifest, **w) == run.manifest
+
+
+def test_a_scoring_rules_patterns_are_its_scores_paths(exp):
+    """summarise_*, score_heldout and check_general_capability (evaluate.smk) write each score and manifest."""
+    lay = exp.layout
+    scores = exp.scores()
+    assert {s.benchmark for s in scores} == {"bfcl", "acebench", "heldout", "general"}
+    for s in scores:
+        w = {"model": s.model, "protocol": s.protocol}
+        if s.protocol is None:
+            path, manifest = lay.score(s.benchmark, "{model}", None), lay.manifest(s.rule, "{model}")
+        else:
+            path = lay.score(s.benchmark, "{model}", "{protocol}", s.kind)
+            manifest = lay.manifest(s.rule, "{model}", "{protocol}")
+        assert (fill(path, **w), fill(manifest, **w)) == (s.path, s.manifest)
+    seed_files = exp.seed_files("bfcl", "base", "default", [3])
+    assert seed_files == [fill(lay.seed_score("bfcl", "{model}", "{protocol}", "{seed}"), model="base", protocol="default", seed=3)]  # fmt: skip

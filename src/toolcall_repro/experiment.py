@@ -1,8 +1,8 @@
 """The experiment as units: one pure object that turns the validated config into what a run makes.
 
 Training runs, evaluation scores (benchmark x model x protocol, with their seeds), studies with their
-own seeds and benchmarks, models and the data chain, each with its paths, the rule that makes it and
-that rule's manifest. The Snakemake input functions and targets (workflow/rules/common.smk), `plan`
+own seeds and benchmarks, models and the data chain, each with its paths (from its layout: layout.py,
+the one author of every results path and manifest key), the rule that makes it and that rule's manifest. The Snakemake input functions and targets (workflow/rules/common.smk), `plan`
 and the analysis read this one object; nothing parses a result path back into meaning.
 
 Preflight (config validation) reads its resolutions here too: which model each generation runs (its
@@ -18,6 +18,8 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from toolcall_repro.archive import archive_name
+from toolcall_repro.layout import Layout, job_key, manifest_path
 from toolcall_repro.runconfig import SETTINGS, compose_sources, dataset_setting
 
 SOURCES = ("xlam", "toolace", "looptool")
@@ -42,11 +44,6 @@ SCORE_RULES = {
 }
 
 
-def manifest_path(run_dir: str, rule: str, key: str = "all") -> str:
-    """A job's manifest, written by the job entry (`python -m toolcall_repro.job`) when the job ends."""
-    return os.path.join(run_dir, "manifests", rule, f"{key}.json")
-
-
 @dataclass(frozen=True)
 class TrainingRun:
     """One GRPO run: a training set (a setting or a format-study subset), a variant and a seed.
@@ -62,21 +59,23 @@ class TrainingRun:
 
     @property
     def key(self) -> str:
-        return "-".join([self.dataset, self.variant, *([f"seed{self.seed}"] if self.seed is not None else [])])
+        return Layout.training_key(self.dataset, self.variant, self.seed)
 
     @property
     def dir(self) -> str:
-        parts = [self.dataset, self.variant, *([f"seed{self.seed}"] if self.seed is not None else [])]
-        return os.path.join(self.run_dir, "train", *parts)
+        return Layout(self.run_dir).training_dir(self.dataset, self.variant, self.seed)
 
     @property
     def summary(self) -> str:
-        return os.path.join(self.dir, "summary.json")
+        return self._file("summary")
 
     @property
     def files(self) -> list[str]:
         """What the analysis reads of the run."""
-        return [os.path.join(self.dir, n) for n in ("summary.json", "metrics.jsonl", "curve.jsonl")]
+        return [self._file(kind) for kind in ("summary", "metrics", "curve")]
+
+    def _file(self, kind: str) -> str:
+        return Layout(self.run_dir).training_file(self.dataset, self.variant, kind, self.seed)
 
     @property
     def rule(self) -> str:
@@ -106,8 +105,12 @@ class Score:
 
     @property
     def path(self) -> str:
-        folder = [self.model] if self.protocol is None else [self.model, self.protocol]
-        return os.path.join(self.run_dir, "eval", self.benchmark, *folder, self.name)
+        return Layout(self.run_dir).score(self.benchmark, self.model, self.protocol, self.kind)
+
+    @property
+    def kind(self) -> str:
+        """summary or variance (layout.SCORE_KINDS): the file's name without .json."""
+        return self.name.removesuffix(".json")
 
     @property
     def rule(self) -> str:
@@ -115,13 +118,11 @@ class Score:
 
     @property
     def manifest(self) -> str:
-        key = self.model if self.protocol is None else f"{self.model}-{self.protocol}"
-        return manifest_path(self.run_dir, self.rule, key)
+        return Layout(self.run_dir).manifest(self.rule, self.model, self.protocol)
 
     def unit(self) -> dict:
         """The score as the analysis receives it (its config): what it is and where it lies."""
-        kind = "variance" if self.name == "variance.json" else "summary"
-        return {"benchmark": self.benchmark, "model": self.model, "protocol": self.protocol, "kind": kind,
+        return {"benchmark": self.benchmark, "model": self.model, "protocol": self.protocol, "kind": self.kind,
                 "path": self.path, "manifest": self.manifest}  # fmt: skip
 
 
@@ -157,6 +158,7 @@ class Experiment:
     def __init__(self, config: Mapping, run_dir: str | None = None):
         self.config = config
         self.run_dir = run_dir or os.path.join("results", config["run_id"])
+        self.layout = Layout(self.run_dir)  # every path of the run and every manifest key (layout.py)
         evaluate = config["evaluate"]
         self.heldout = evaluate.get("heldout")
         default_benchmarks = ("bfcl", "heldout") if self.heldout else ("bfcl",)
@@ -188,11 +190,8 @@ class Experiment:
             self._runs[dataset, variant] = compose_sources(self.config, dataset, variant)
         return self._runs[dataset, variant]
 
-    def path(self, *parts: str) -> str:
-        return os.path.join(self.run_dir, *parts)
-
     def manifest(self, rule: str, key: str = "all") -> str:
-        return manifest_path(self.run_dir, rule, key)
+        return self.layout.manifest(rule, key)
 
     @property
     def paper_scale(self) -> bool:
@@ -203,9 +202,7 @@ class Experiment:
 
     def raw_source(self, source: str) -> str:
         """A source's raw rows: the synthetic twin (data.mode synthetic) or the Hub download."""
-        if self.config["data"]["mode"] == "synthetic":
-            return self.path("data", "raw", f"{source}.jsonl")
-        return self.path("data", "raw", "hub", f"{source}.jsonl")
+        return self.layout.raw_source(source, hub=self.config["data"]["mode"] != "synthetic")
 
     def tooln1_sources(self) -> list[str]:
         """Tool-N1's own RL rows when data.sources names them, else its ingredients: xLAM + ToolACE."""
@@ -225,11 +222,11 @@ class Experiment:
     def heldout_split(self, dataset: str) -> str:
         """The held-out split a training set's curve is scored on (its setting's; Tool-N1's own)."""
         name = "tooln1" if dataset == "tooln1" else dataset_setting(self.config, dataset)
-        return self.path("data", "train", f"heldout_{name}.parquet")
+        return self.layout.heldout_split(name)
 
     def train_set(self, dataset: str) -> str:
         """The rows a training run on `dataset` (one of TRAIN_DATASETS) reads."""
-        return self.path("data", "train", f"{dataset}.parquet")
+        return self.layout.train_set(dataset)
 
     def train_set_target(self, dataset: str) -> int | None:
         """The rows its filter chain aims at (filter.<setting>.target_size, filter.format_study.size);
@@ -246,7 +243,14 @@ class Experiment:
         return [self.train_set(d) for d in (*SETTINGS, *FORMAT_DATASETS)]
 
     def lm_eval_record(self) -> str:
-        return self.path("data", "lm_eval", "record.json")
+        return self.layout.lm_eval_record()
+
+    def acebench_dir(self) -> str:
+        """ACEBench's data (evaluate.acebench.source): the synthetic twins the pipeline writes (embedded
+        default), the English data downloaded at a pinned commit (paper scale), or a folder the user names
+        (`local`). No folder outside the checkout is read."""
+        source = self.acebench.get("source", "synthetic")
+        return self.acebench.get("data_dir") if source == "local" else self.layout.acebench_data(source)
 
     def lm_eval_tasks(self) -> str:
         """The hub-backed lm-eval tasks of evaluate.general.tasks (not our local tool-choice task)."""
@@ -267,7 +271,7 @@ class Experiment:
     # --- models -------------------------------------------------------------------------------------
 
     def hub_model_dir(self, hub_id: str) -> str:
-        return self.path("models", "hub", hub_id.replace(posixpath.sep, "--"))
+        return self.layout.hub_model(hub_id.replace(posixpath.sep, "--"))
 
     @staticmethod
     def hub_id(slug: str) -> str:
@@ -287,7 +291,7 @@ class Experiment:
         """A model named in config: `tiny` (the model warmstart_base_model builds), a local directory as
         is, else a hub id snapshotted by download_model."""
         if name == "tiny":
-            return self.path("models", "base")
+            return self.layout.base_model()
         return self.hub_model_dir(name) if self.is_hub_model(name) else name
 
     def hub_models(self) -> list[str]:
@@ -305,7 +309,7 @@ class Experiment:
         return self.model_path(self.config["model"]["base"])
 
     def final_model_dir(self, dataset: str, variant: str) -> str:
-        return os.path.join(TrainingRun(self.run_dir, dataset, variant).dir, "final")
+        return self.layout.training_file(dataset, variant, "final")
 
     def start_model(self, dataset: str) -> str:
         """The model a training run starts from, as config names it: its setting's own model
@@ -345,7 +349,7 @@ class Experiment:
         if policy == "base":
             return self.base_model_dir()
         if policy == "early":
-            return self.path("models", "base_early")
+            return self.layout.early_model()
         if policy == "train":
             return self.final_model_dir("tooln1", "vanilla")
         return self.model_path(policy)
@@ -521,7 +525,7 @@ class Experiment:
     def seed_files(self, benchmark: str, model: str, protocol: str, seeds=None) -> list[str]:
         """One generation job's output a seed: eval/<benchmark>/<model>/<protocol>/seed<k>.json."""
         seeds = self.eval_seeds() if seeds is None else seeds
-        return [self.path("eval", benchmark, model, protocol, f"seed{s}.json") for s in seeds]
+        return [self.layout.seed_score(benchmark, model, protocol, s) for s in seeds]
 
     def analysis_units(self, runs: list[TrainingRun] | None = None) -> dict:
         """What the analysis reads, as units (its config): every score, the training runs (train.runs,
@@ -538,7 +542,14 @@ class Experiment:
     # --- results ------------------------------------------------------------------------------------
 
     def filter_report(self) -> str:
-        return self.path("data", "filter_report.json")
+        return self.layout.filter_report()
+
+    def archive(self, code: str, config_sha256: str, target: str | None = None) -> str:
+        """The run's checksummed archive (or a target's, e.g. efficiency), outside results/<run_id>: Snakemake
+        deletes the old outputs of every job it reruns. Named for the run id, the code commit and the config's
+        sha256: a changed knob writes a second archive beside the first, the same code and config the same name."""
+        folder = (self.config.get("archive") or {}).get("dir", os.path.join("results", "archives"))
+        return os.path.join(folder, archive_name(job_key(self.config["run_id"], target), code, config_sha256))
 
     def result_manifests(self, scores=(), runs=(), filter_report: bool = False) -> list[str]:
         """The manifests of the jobs that wrote the result files the analysis reads (each row cites one)."""

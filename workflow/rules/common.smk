@@ -2,7 +2,7 @@ import os
 
 import yaml
 
-from toolcall_repro.archive import archive_name, code_tag
+from toolcall_repro.archive import code_tag
 from toolcall_repro.experiment import SOURCES, Experiment
 from toolcall_repro.job import files_param, job_param
 from toolcall_repro.preflight import check_config
@@ -25,6 +25,8 @@ if _problem:
 # training run's config is composed once, checked here and passed as the rule's params.
 EXP = Experiment(config)
 check_config(config, experiment=EXP)  # every cross-key rule (preflight.validate_config)
+# Every results path and manifest key, wildcard patterns too ("{dataset}"): toolcall_repro.layout.
+LAYOUT = EXP.layout
 RUN = EXP.run_dir
 PAPER_SCALE = EXP.paper_scale
 THREADS = config["engines"]["threads"]
@@ -32,29 +34,13 @@ WARMSTART_THREADS = config["engines"].get("warmstart_threads", THREADS)
 # Every job's CPU kernels (torch, MKL, oneDNN), set by the job entry before torch loads: toolcall_repro.machine.
 CPU_CAPABILITY = config["engines"]["cpu_capability"]
 VERL = EXP.verl()  # train.verl; a training job's resources: EXP.train_resources()
-# Archives live outside results/<run_id> (Snakemake deletes the old outputs of every job it reruns), named
-# for the run id, the code commit and the config's sha256: a changed knob writes a second archive beside
-# the first, the same code and config the same name.
-ARCHIVE_CFG = {"weights": "final", "dir": os.path.join("results", "archives")}
-ARCHIVE_CFG.update(config.get("archive", {}))
+# The run's archive, named for the code commit and the config (EXP.archive), and the `efficiency` target's
+# own (it builds no tables, so the whole run's archive is not its end).
+ARCHIVE_WEIGHTS = config.get("archive", {}).get("weights", "final")
 CODE_TAG = code_tag(workflow.basedir)
-ARCHIVE = os.path.join(
-    ARCHIVE_CFG["dir"], archive_name(config["run_id"], CODE_TAG, config_hash(config))
-)
-# The `efficiency` target's own archive (it builds no tables, so the whole run's archive is not its end).
-EFFICIENCY_ARCHIVE = os.path.join(
-    ARCHIVE_CFG["dir"],
-    archive_name(f"{config['run_id']}-efficiency", CODE_TAG, config_hash(config)),
-)
-# ACEBench data: synthetic twins the pipeline writes (embedded default), the real English data downloaded
-# at a pinned commit (paper scale), or a folder the user names (`local`). No folder outside the checkout is read.
+ARCHIVE = EXP.archive(CODE_TAG, config_hash(config))
+EFFICIENCY_ARCHIVE = EXP.archive(CODE_TAG, config_hash(config), "efficiency")
 ACEBENCH = EXP.acebench
-ACEBENCH_DIRS = {
-    "synthetic": EXP.path("data", "acebench", "synthetic"),
-    "download": EXP.path("data", "acebench", "data_en"),
-    "local": ACEBENCH.get("data_dir"),
-}
-ACEBENCH_DIR = ACEBENCH_DIRS[ACEBENCH.get("source", "synthetic")]
 
 
 wildcard_constraints:
@@ -68,12 +54,6 @@ wildcard_constraints:
     slug=r"[A-Za-z0-9._-]+--[A-Za-z0-9._-]+",
 
 
-R = EXP.path  # a path under this run's results tree
-manifest = (
-    EXP.manifest
-)  # each job's manifest, written by the job entry when the job ends
-
-
 def subtree(*keys):
     """The config subtree at keys: what a job gets, so that only its own knobs trigger a rerun."""
     node = config
@@ -83,8 +63,11 @@ def subtree(*keys):
 
 
 def job(stage, **spec):
-    """A rule's params.job (toolcall_repro.job.job_param); params.files is files_param."""
-    return job_param(stage, cpu_capability=CPU_CAPABILITY, **spec)
+    """A rule's params: files (files_param) and job (toolcall_repro.job.job_param)."""
+    return {
+        "files": files_param,
+        "job": job_param(stage, cpu_capability=CPU_CAPABILITY, **spec),
+    }
 
 
 # Every rule's body: the job entry runs the stage and writes the manifest (src/toolcall_repro/job.py).
@@ -119,11 +102,7 @@ def synthetic_config(source):
 def early_model_output():
     """The warm start's earlier snapshot, when model.tiny.early_step asks for one."""
     tiny = config["model"].get("tiny") or {}
-    return (
-        {"early": directory(R("models", "base_early"))}
-        if tiny.get("early_step")
-        else {}
-    )
+    return {"early": directory(LAYOUT.early_model())} if tiny.get("early_step") else {}
 
 
 def train_job(seeds, twin=None):
@@ -174,8 +153,8 @@ def all_targets():
     return [
         EXP.filter_report(),
         *(run.summary for run in EXP.training_runs()),
-        R("tables", "index.md"),
-        R("figures", "index.md"),
-        R("provenance.json"),
+        LAYOUT.index("tables"),
+        LAYOUT.index("figures"),
+        LAYOUT.provenance(),
         ARCHIVE,
     ]

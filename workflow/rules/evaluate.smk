@@ -15,22 +15,22 @@ localrules:
 
 # BFCL's env cannot hold vLLM (numpy), so generate_bfcl serves with the vLLM env's `vllm`: locate_vllm runs
 # inside eval-vllm.yaml (deployed by --sdm conda; else VLLM_BIN / VERL_PYTHON) and records where it is.
+# A rule of its own, not the frame: tests/workflow/test_paper_dag.py reads its conda env from this block.
 rule locate_vllm:
     output:
-        vllm=R("eval", "bfcl", "vllm.json"),
-        manifest=manifest("locate_vllm"),
+        vllm=LAYOUT.vllm_record(),
+        manifest=LAYOUT.manifest("locate_vllm"),
     log:
-        R("logs", "locate_vllm.log"),
+        LAYOUT.log("locate_vllm"),
     benchmark:
-        R("benchmarks", "locate_vllm.tsv")
+        LAYOUT.benchmark("locate_vllm")
     conda:
         "../envs/eval-vllm.yaml"
     threads: 1
     resources:
         gpu=0,
     params:
-        files=files_param,
-        job=job("locate_vllm", config={}, seeds={}),
+        **job("locate_vllm", config={}, seeds={}),
     shell:
         JOB
 
@@ -38,7 +38,7 @@ rule locate_vllm:
 # One process per (model, protocol, seed): bfcl-eval caches backend instances per process. With vLLM it
 # starts `vllm serve` from the vLLM env, as locate_vllm recorded it (input.vllm). The raw results (bfcl's
 # layout, the card, the expected entry ids) are its output; score_bfcl reads them.
-rule generate_bfcl:
+use rule job_frame as generate_bfcl with:
     input:
         model=lambda w: EXP.model_dir(w.model),
         vllm=(
@@ -48,21 +48,20 @@ rule generate_bfcl:
         ),
     output:
         results=directory(
-            R("eval", "bfcl", "{model}", "{protocol}", "raw", "seed{seed}")
+            LAYOUT.raw_generations("bfcl", "{model}", "{protocol}", "{seed}")
         ),
-        manifest=manifest("generate_bfcl", "{model}-{protocol}-{seed}"),
+        manifest=LAYOUT.manifest("generate_bfcl", "{model}", "{protocol}", "{seed}"),
     log:
-        R("logs", "generate_bfcl", "{model}-{protocol}-{seed}.log"),
+        LAYOUT.log("generate_bfcl", "{model}", "{protocol}", "{seed}"),
     benchmark:
-        R("benchmarks", "generate_bfcl", "{model}-{protocol}-{seed}.tsv")
+        LAYOUT.benchmark("generate_bfcl", "{model}", "{protocol}", "{seed}")
     conda:
         env("eval-bfcl")
     threads: THREADS
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
-        files=files_param,
-        job=job(
+        **job(
             "generate_bfcl",
             config=lambda w: {
                 "bfcl": subtree("evaluate", "bfcl"),
@@ -72,60 +71,51 @@ rule generate_bfcl:
             seeds=lambda w: {"eval": int(w.seed)},
             threads=THREADS,
         ),
-    shell:
-        JOB
 
 
 # bfcl-eval's own checkers over one seed's raw results (no model, no GPU): the seed's score file. Local at
 # paper scale: seconds of CPU, less than a SLURM queue wait.
-rule score_bfcl:
+use rule job_frame as score_bfcl with:
     input:
         results=rules.generate_bfcl.output.results,
     output:
-        score=R("eval", "bfcl", "{model}", "{protocol}", "seed{seed}.json"),
-        manifest=manifest("score_bfcl", "{model}-{protocol}-{seed}"),
+        score=LAYOUT.seed_score("bfcl", "{model}", "{protocol}", "{seed}"),
+        manifest=LAYOUT.manifest("score_bfcl", "{model}", "{protocol}", "{seed}"),
     log:
-        R("logs", "score_bfcl", "{model}-{protocol}-{seed}.log"),
+        LAYOUT.log("score_bfcl", "{model}", "{protocol}", "{seed}"),
     benchmark:
-        R("benchmarks", "score_bfcl", "{model}-{protocol}-{seed}.tsv")
+        LAYOUT.benchmark("score_bfcl", "{model}", "{protocol}", "{seed}")
     conda:
         env("eval-bfcl")
-    threads: 1
-    resources:
-        gpu=0,
     params:
-        files=files_param,
-        job=job(
+        **job(
             "score_bfcl",
             config=lambda w: {"protocol": protocol_spec(w.protocol, w.seed, w.model)},
             seeds=lambda w: {"eval": int(w.seed)},
         ),
-    shell:
-        JOB
 
 
-rule score_heldout:
+use rule job_frame as score_heldout with:
     input:
         model=lambda w: EXP.model_dir(w.model),
-        samples=expand(R("data", "normalised", "{source}.parquet"), source=SOURCES),
+        samples=[LAYOUT.samples(source) for source in SOURCES],
         exclude=EXP.training_sets(),
     output:
-        seeds=R("eval", "heldout", "{model}", "{protocol}", "seeds.json"),
-        summary=R("eval", "heldout", "{model}", "{protocol}", "summary.json"),
-        variance=R("eval", "heldout", "{model}", "{protocol}", "variance.json"),
-        manifest=manifest("score_heldout", "{model}-{protocol}"),
+        seeds=LAYOUT.score("heldout", "{model}", "{protocol}", "seeds"),
+        summary=LAYOUT.score("heldout", "{model}", "{protocol}", "summary"),
+        variance=LAYOUT.score("heldout", "{model}", "{protocol}", "variance"),
+        manifest=LAYOUT.manifest("score_heldout", "{model}", "{protocol}"),
     log:
-        R("logs", "score_heldout", "{model}-{protocol}.log"),
+        LAYOUT.log("score_heldout", "{model}", "{protocol}"),
     benchmark:
-        R("benchmarks", "score_heldout", "{model}-{protocol}.tsv")
+        LAYOUT.benchmark("score_heldout", "{model}", "{protocol}")
     conda:
         env("eval-vllm")
     threads: THREADS
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
-        files=files_param,
-        job=job(
+        **job(
             "score_heldout",
             config=lambda w: {
                 "heldout": EXP.heldout,
@@ -140,34 +130,24 @@ rule score_heldout:
             seeds=lambda w: {"eval": EXP.heldout_seeds(w.model, w.protocol)},
             threads=THREADS,
         ),
-    shell:
-        JOB
 
 
-rule summarise_bfcl:
+use rule job_frame as summarise_bfcl with:
     input:
         seeds=lambda w: EXP.seed_files("bfcl", w.model, w.protocol),
     output:
-        summary=R("eval", "bfcl", "{model}", "{protocol}", "summary.json"),
-        manifest=manifest("summarise_bfcl", "{model}-{protocol}"),
+        summary=LAYOUT.score("bfcl", "{model}", "{protocol}", "summary"),
+        manifest=LAYOUT.manifest("summarise_bfcl", "{model}", "{protocol}"),
     log:
-        R("logs", "summarise_bfcl", "{model}-{protocol}.log"),
+        LAYOUT.log("summarise_bfcl", "{model}", "{protocol}"),
     benchmark:
-        R("benchmarks", "summarise_bfcl", "{model}-{protocol}.tsv")
-    conda:
-        "../envs/cpu.yaml"
-    threads: 1
-    resources:
-        gpu=0,
+        LAYOUT.benchmark("summarise_bfcl", "{model}", "{protocol}")
     params:
-        files=files_param,
-        job=job(
+        **job(
             "summarise_bfcl",
             config={"seeds": subtree("evaluate", "seeds")},
             seeds={"eval": subtree("evaluate", "seeds")},
         ),
-    shell:
-        JOB
 
 
 # The seed-variance study's summary: the same job over that study's seeds (evaluate.studies.seed_variance).
@@ -177,15 +157,14 @@ use rule summarise_bfcl as summarise_bfcl_variance with:
             "bfcl", w.model, w.protocol, EXP.variance_seeds()
         ),
     output:
-        summary=R("eval", "bfcl", "{model}", "{protocol}", "variance.json"),
-        manifest=manifest("summarise_bfcl_variance", "{model}-{protocol}"),
+        summary=LAYOUT.score("bfcl", "{model}", "{protocol}", "variance"),
+        manifest=LAYOUT.manifest("summarise_bfcl_variance", "{model}", "{protocol}"),
     log:
-        R("logs", "summarise_bfcl_variance", "{model}-{protocol}.log"),
+        LAYOUT.log("summarise_bfcl_variance", "{model}", "{protocol}"),
     benchmark:
-        R("benchmarks", "summarise_bfcl_variance", "{model}-{protocol}.tsv")
+        LAYOUT.benchmark("summarise_bfcl_variance", "{model}", "{protocol}")
     params:
-        files=files_param,
-        job=job(
+        **job(
             "summarise_bfcl",
             twin="summarise_bfcl_variance",
             config={"seeds": EXP.variance_seeds()},
@@ -198,23 +177,17 @@ localrules:
 
 
 # ACEBench's data: the pinned download (paper scale) or the synthetic twins (embedded default), each at
-# a path of its own; score_acebench reads ACEBENCH_DIR (evaluate.acebench.source) and pulls in one.
-rule download_acebench:
+# a path of its own; score_acebench reads EXP.acebench_dir() (evaluate.acebench.source) and pulls in one.
+use rule job_frame as download_acebench with:
     output:
-        data=directory(ACEBENCH_DIRS["download"]),
-        manifest=manifest("download_acebench"),
+        data=directory(LAYOUT.acebench_data("download")),
+        manifest=LAYOUT.manifest("download_acebench"),
     log:
-        R("logs", "download_acebench.log"),
+        LAYOUT.log("download_acebench"),
     benchmark:
-        R("benchmarks", "download_acebench.tsv")
-    conda:
-        "../envs/cpu.yaml"
-    threads: 1
-    resources:
-        gpu=0,
+        LAYOUT.benchmark("download_acebench")
     params:
-        files=files_param,
-        job=job(
+        **job(
             "download_acebench",
             config=lambda w: {
                 "repo": ACEBENCH.get("repo"),
@@ -222,53 +195,42 @@ rule download_acebench:
             },
             seeds={},
         ),
-    shell:
-        JOB
 
 
-rule synthesize_acebench:
+use rule job_frame as synthesize_acebench with:
     output:
-        data=directory(ACEBENCH_DIRS["synthetic"]),
-        manifest=manifest("synthesize_acebench"),
+        data=directory(LAYOUT.acebench_data("synthetic")),
+        manifest=LAYOUT.manifest("synthesize_acebench"),
     log:
-        R("logs", "synthesize_acebench.log"),
+        LAYOUT.log("synthesize_acebench"),
     benchmark:
-        R("benchmarks", "synthesize_acebench.tsv")
-    conda:
-        "../envs/cpu.yaml"
-    threads: 1
-    resources:
-        gpu=0,
+        LAYOUT.benchmark("synthesize_acebench")
     params:
-        files=files_param,
-        job=job(
+        **job(
             "synthesize_acebench",
             config=lambda w: {"synthetic": ACEBENCH.get("synthetic")},
             seeds=lambda w: {"data": ACEBENCH["synthetic"]["seed"]},
         ),
-    shell:
-        JOB
 
 
-rule score_acebench:
+use rule job_frame as score_acebench with:
     input:
         model=lambda w: EXP.model_dir(w.model),
-        data=ACEBENCH_DIR,
+        data=EXP.acebench_dir(),
     output:
-        score=R("eval", "acebench", "{model}", "{protocol}", "seed{seed}.json"),
-        manifest=manifest("score_acebench", "{model}-{protocol}-{seed}"),
+        score=LAYOUT.seed_score("acebench", "{model}", "{protocol}", "{seed}"),
+        manifest=LAYOUT.manifest("score_acebench", "{model}", "{protocol}", "{seed}"),
     log:
-        R("logs", "score_acebench", "{model}-{protocol}-{seed}.log"),
+        LAYOUT.log("score_acebench", "{model}", "{protocol}", "{seed}"),
     benchmark:
-        R("benchmarks", "score_acebench", "{model}-{protocol}-{seed}.tsv")
+        LAYOUT.benchmark("score_acebench", "{model}", "{protocol}", "{seed}")
     conda:
         env("eval-vllm")
     threads: THREADS
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
-        files=files_param,
-        job=job(
+        **job(
             "score_acebench",
             config=lambda w: {
                 "acebench": subtree("evaluate", "acebench"),
@@ -278,56 +240,46 @@ rule score_acebench:
             seeds=lambda w: {"eval": int(w.seed)},
             threads=THREADS,
         ),
-    shell:
-        JOB
 
 
-rule summarise_acebench:
+use rule job_frame as summarise_acebench with:
     input:
         seeds=lambda w: EXP.seed_files("acebench", w.model, w.protocol),
     output:
-        summary=R("eval", "acebench", "{model}", "{protocol}", "summary.json"),
-        manifest=manifest("summarise_acebench", "{model}-{protocol}"),
+        summary=LAYOUT.score("acebench", "{model}", "{protocol}", "summary"),
+        manifest=LAYOUT.manifest("summarise_acebench", "{model}", "{protocol}"),
     log:
-        R("logs", "summarise_acebench", "{model}-{protocol}.log"),
+        LAYOUT.log("summarise_acebench", "{model}", "{protocol}"),
     benchmark:
-        R("benchmarks", "summarise_acebench", "{model}-{protocol}.tsv")
-    conda:
-        "../envs/cpu.yaml"
-    threads: 1
-    resources:
-        gpu=0,
+        LAYOUT.benchmark("summarise_acebench", "{model}", "{protocol}")
     params:
-        files=files_param,
-        job=job(
+        **job(
             "summarise_acebench",
             config={"seeds": subtree("evaluate", "seeds")},
             seeds={"eval": subtree("evaluate", "seeds")},
         ),
-    shell:
-        JOB
 
 
+# A rule of its own, not the frame: its body runs the job entry offline.
 rule check_general_capability:
     input:
         model=lambda w: EXP.model_dir(w.model),
-        samples=R("data", "normalised", "xlam.parquet"),
+        samples=LAYOUT.samples("xlam"),
         lm_eval_data=EXP.lm_eval_data(),
     output:
-        summary=R("eval", "general", "{model}", "summary.json"),
-        manifest=manifest("check_general_capability", "{model}"),
+        summary=LAYOUT.score("general", "{model}", None),
+        manifest=LAYOUT.manifest("check_general_capability", "{model}"),
     log:
-        R("logs", "check_general_capability", "{model}.log"),
+        LAYOUT.log("check_general_capability", "{model}"),
     benchmark:
-        R("benchmarks", "check_general_capability", "{model}.tsv")
+        LAYOUT.benchmark("check_general_capability", "{model}")
     conda:
         env("eval-vllm")
     threads: THREADS
     resources:
         **stage_resources("evaluate", gpu=0),
     params:
-        files=files_param,
-        job=job(
+        **job(
             "check_general_capability",
             config=lambda w: {
                 "general": subtree("evaluate", "general"),

@@ -7,165 +7,122 @@ localrules:
     report_filter,
 
 
-rule filter_single_turn:
+use rule job_frame as filter_single_turn with:
     input:
-        samples=expand(
-            R("data", "normalised", "{source}.parquet"),
-            source=config["filter"]["single_turn"]["sources"],
-        ),
+        samples=[
+            LAYOUT.samples(source)
+            for source in config["filter"]["single_turn"]["sources"]
+        ],
         policy=EXP.filter_policy_dir("single_turn"),
     output:
-        train=R("data", "train", "single_turn.parquet"),
-        heldout=R("data", "train", "heldout_single_turn.parquet"),
-        report=R("data", "filter", "single_turn.json"),
-        manifest=manifest("filter_single_turn"),
+        train=LAYOUT.train_set("single_turn"),
+        heldout=LAYOUT.heldout_split("single_turn"),
+        report=LAYOUT.filter_step_report("single_turn"),
+        manifest=LAYOUT.manifest("filter_single_turn"),
     log:
-        R("logs", "filter_single_turn.log"),
+        LAYOUT.log("filter_single_turn"),
     benchmark:
-        R("benchmarks", "filter_single_turn.tsv")
+        LAYOUT.benchmark("filter_single_turn")
     conda:
         env("eval-vllm")
     threads: THREADS
     resources:
         **stage_resources("filter", gpu=0),
     params:
-        files=files_param,
-        job=job(
+        **job(
             "filter_single_turn",
             config=filter_job_config("single_turn"),
             seeds={"filter": subtree("filter", "seed")},
             backend=config["engines"]["generation"],
             threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
         ),
-    shell:
-        JOB
 
 
-rule filter_multi_turn:
+use rule filter_single_turn as filter_multi_turn with:
     input:
-        samples=R("data", "normalised", "looptool.parquet"),
+        samples=LAYOUT.samples("looptool"),
         policy=EXP.filter_policy_dir("multi_turn"),
     output:
-        train=R("data", "train", "multi_turn.parquet"),
-        heldout=R("data", "train", "heldout_multi_turn.parquet"),
-        report=R("data", "filter", "multi_turn.json"),
-        manifest=manifest("filter_multi_turn"),
+        train=LAYOUT.train_set("multi_turn"),
+        heldout=LAYOUT.heldout_split("multi_turn"),
+        report=LAYOUT.filter_step_report("multi_turn"),
+        manifest=LAYOUT.manifest("filter_multi_turn"),
     log:
-        R("logs", "filter_multi_turn.log"),
+        LAYOUT.log("filter_multi_turn"),
     benchmark:
-        R("benchmarks", "filter_multi_turn.tsv")
-    conda:
-        env("eval-vllm")
-    threads: THREADS
-    resources:
-        **stage_resources("filter", gpu=0),
+        LAYOUT.benchmark("filter_multi_turn")
     params:
-        files=files_param,
-        job=job(
+        **job(
             "filter_multi_turn",
             config=filter_job_config("multi_turn"),
             seeds={"filter": subtree("filter", "seed")},
             backend=config["engines"]["generation"],
             threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
         ),
-    shell:
-        JOB
 
 
-rule subset_format_study:
+use rule job_frame as subset_format_study with:
     input:
-        single=R("data", "train", "single_turn.parquet"),
-        multi=R("data", "train", "multi_turn.parquet"),
+        single=LAYOUT.train_set("single_turn"),
+        multi=LAYOUT.train_set("multi_turn"),
     output:
-        single=R("data", "train", "format_single.parquet"),
-        multi=R("data", "train", "format_multi.parquet"),
-        report=R("data", "filter", "format_study.json"),
-        manifest=manifest("subset_format_study"),
+        single=LAYOUT.train_set("format_single"),
+        multi=LAYOUT.train_set("format_multi"),
+        report=LAYOUT.filter_step_report("format_study"),
+        manifest=LAYOUT.manifest("subset_format_study"),
     log:
-        R("logs", "subset_format_study.log"),
+        LAYOUT.log("subset_format_study"),
     benchmark:
-        R("benchmarks", "subset_format_study.tsv")
-    conda:
-        "../envs/cpu.yaml"
-    threads: 1
-    resources:
-        gpu=0,
+        LAYOUT.benchmark("subset_format_study")
     params:
-        files=files_param,
-        job=job(
+        **job(
             "subset_format_study",
             config=subtree("filter", "format_study"),
             seeds={"filter": subtree("filter", "seed")},
         ),
-    shell:
-        JOB
 
 
 # Tool-N1's training data (unfiltered, with a held-out split) for the paper's 80-step filter policy.
-rule pool_tooln1:
+use rule job_frame as pool_tooln1 with:
     input:
-        samples=expand(
-            R("data", "normalised", "{source}.parquet"), source=EXP.tooln1_sources()
-        ),
+        samples=[LAYOUT.samples(source) for source in EXP.tooln1_sources()],
     output:
-        train=R("data", "train", "tooln1.parquet"),
-        heldout=R("data", "train", "heldout_tooln1.parquet"),
-        report=R("data", "filter", "pool_tooln1.json"),
-        manifest=manifest("pool_tooln1"),
+        train=LAYOUT.train_set("tooln1"),
+        heldout=LAYOUT.heldout_split("tooln1"),
+        report=LAYOUT.filter_step_report("pool_tooln1"),
+        manifest=LAYOUT.manifest("pool_tooln1"),
     log:
-        R("logs", "pool_tooln1.log"),
+        LAYOUT.log("pool_tooln1"),
     benchmark:
-        R("benchmarks", "pool_tooln1.tsv")
-    conda:
-        "../envs/cpu.yaml"
-    threads: 1
-    resources:
-        gpu=0,
+        LAYOUT.benchmark("pool_tooln1")
     params:
-        files=files_param,
-        job=job(
+        **job(
             "pool_tooln1",
             config=heldout_cfg(),
             seeds={"filter": subtree("filter", "seed")},
         ),
-    shell:
-        JOB
 
 
-rule report_filter:
+use rule job_frame as report_filter with:
     input:
-        steps=[R("data", "filter", f"{step}.json") for step in EXP.filter_steps()],
-        normalise=expand(
-            R("data", "normalised", "{source}.report.json"),
-            source=EXP.reported_sources(),
-        ),
-        rejects=expand(
-            R("data", "normalised", "{source}.rejects.jsonl"),
-            source=EXP.reported_sources(),
-        ),
+        steps=[LAYOUT.filter_step_report(step) for step in EXP.filter_steps()],
+        normalise=[LAYOUT.normalise_report(s) for s in EXP.reported_sources()],
+        rejects=[LAYOUT.rejects(s) for s in EXP.reported_sources()],
     output:
         json=report(
-            R("data", "filter_report.json"),
+            LAYOUT.filter_report("json"),
             caption="../report/filter_report.rst",
             category="Data",
         ),
         md=report(
-            R("data", "filter_report.md"),
+            LAYOUT.filter_report("md"),
             caption="../report/filter_report.rst",
             category="Data",
         ),
-        manifest=manifest("report_filter"),
+        manifest=LAYOUT.manifest("report_filter"),
     log:
-        R("logs", "report_filter.log"),
+        LAYOUT.log("report_filter"),
     benchmark:
-        R("benchmarks", "report_filter.tsv")
-    conda:
-        "../envs/cpu.yaml"
-    threads: 1
-    resources:
-        gpu=0,
+        LAYOUT.benchmark("report_filter")
     params:
-        files=files_param,
-        job=job("report_filter", config=subtree("filter")),
-    shell:
-        JOB
+        **job("report_filter", config=subtree("filter")),

@@ -4,29 +4,24 @@
 # or left out by config.
 
 
-rule warmstart_base_model:
+use rule job_frame as warmstart_base_model with:
     input:
-        samples=expand(R("data", "normalised", "{source}.parquet"), source=SOURCES),
+        samples=[LAYOUT.samples(source) for source in SOURCES],
     output:
         **early_model_output(),
-        model=directory(R("models", "base")),
-        manifest=manifest("warmstart_base_model"),
+        model=directory(LAYOUT.base_model()),
+        manifest=LAYOUT.manifest("warmstart_base_model"),
         # model.tiny.early_step: the same run's earlier weights, a filter policy weaker than the RL start
     log:
-        R("logs", "warmstart_base_model.log"),
+        LAYOUT.log("warmstart_base_model"),
     benchmark:
-        R("benchmarks", "warmstart_base_model.tsv")
-    conda:
-        "../envs/cpu.yaml"
+        LAYOUT.benchmark("warmstart_base_model")
     threads: WARMSTART_THREADS
-    resources:
-        gpu=0,
     params:
         # lambdas: evaluated only when the DAG needs the warm start (config/paper.yaml has no model.tiny).
         # Torch threads are config, not {threads}: --cores 1 would scale {threads} down and change the
         # float sums, hence the weights.
-        files=files_param,
-        job=job(
+        **job(
             "warmstart_base_model",
             config=lambda w: {
                 "model.tiny": subtree("model", "tiny"),
@@ -38,8 +33,6 @@ rule warmstart_base_model:
                 "reserve": subtree("filter", "seed"),
             },
         ),
-    shell:
-        JOB
 
 
 # Paper scale: hub models (base, per-setting policies, the multi-turn filter model) are snapshotted into
@@ -48,27 +41,19 @@ localrules:
     download_model,
 
 
-rule download_model:
+use rule job_frame as download_model with:
     output:
-        model=directory(R("models", "hub", "{slug}")),
-        manifest=manifest("download_model", "{slug}"),
+        model=directory(LAYOUT.hub_model("{slug}")),
+        manifest=LAYOUT.manifest("download_model", "{slug}"),
     log:
-        R("logs", "download_model", "{slug}.log"),
+        LAYOUT.log("download_model", "{slug}"),
     benchmark:
-        R("benchmarks", "download_model", "{slug}.tsv")
-    conda:
-        "../envs/cpu.yaml"
-    threads: 1
-    resources:
-        gpu=0,
+        LAYOUT.benchmark("download_model", "{slug}")
     params:
-        files=files_param,
-        job=job(
+        **job(
             "download_model",
             config=lambda w: {
                 "hub_id": EXP.hub_id(w.slug),
                 "revision": EXP.model_revision(w.slug),
             },
         ),
-    shell:
-        JOB

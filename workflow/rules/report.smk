@@ -12,7 +12,7 @@ localrules:
 
 # The analysis reads exactly its inputs (`--inputs`): each result file and the manifest of the job that
 # wrote it, which every row cites.
-rule make_tables:
+use rule job_frame as make_tables with:
     input:
         evals=paths(EXP.scores()),
         training=[f for run in EXP.training_runs() for f in run.files],
@@ -22,37 +22,31 @@ rule make_tables:
         ),
     output:
         index=report(
-            R("tables", "index.md"), caption="../report/tables.rst", category="Tables"
+            LAYOUT.index("tables"), caption="../report/tables.rst", category="Tables"
         ),
         # the scorecard: each claim of analysis/claims.yaml, its verdict and the table it is read from
         claims=report(
-            R("tables", "claims.html"),
+            LAYOUT.claims("html"),
             caption="../report/claims.rst",
             category="Claims",
         ),
-        claims_md=R("tables", "claims.md"),
-        claims_csv=R("tables", "claims.csv"),
+        claims_md=LAYOUT.claims("md"),
+        claims_csv=LAYOUT.claims("csv"),
         tables=report(
-            directory(R("tables", "html")),
+            directory(LAYOUT.tables("html")),
             patterns=["{name}.html"],
             caption="../report/tables.rst",
             category="Tables",
         ),
         # every table's cells (the digests read them; the figures read csv/speedup.csv)
-        csv=directory(R("tables", "csv")),
-        manifest=manifest("make_tables"),
+        csv=directory(LAYOUT.tables("csv")),
+        manifest=LAYOUT.manifest("make_tables"),
     log:
-        R("logs", "make_tables.log"),
+        LAYOUT.log("make_tables"),
     benchmark:
-        R("benchmarks", "make_tables.tsv")
-    conda:
-        "../envs/cpu.yaml"
-    threads: 1
-    resources:
-        gpu=0,
+        LAYOUT.benchmark("make_tables")
     params:
-        files=files_param,
-        job=job(
+        **job(
             "make_tables",
             config={
                 "evaluate": subtree("evaluate"),
@@ -62,11 +56,9 @@ rule make_tables:
             seeds={"eval": subtree("evaluate", "seeds")},
             run_dir=RUN,
         ),
-    shell:
-        JOB
 
 
-rule make_figures:
+use rule job_frame as make_figures with:
     input:
         evals=paths(EXP.scores()),
         training=[f for run in EXP.training_runs() for f in run.files],
@@ -74,29 +66,23 @@ rule make_figures:
         tables_csv=rules.make_tables.output.csv,
     output:
         index=report(
-            R("figures", "index.md"),
+            LAYOUT.index("figures"),
             caption="../report/figures.rst",
             category="Figures",
         ),
         figures=report(
-            directory(R("figures", "png")),
+            directory(LAYOUT.figures()),
             patterns=["{name}.png"],
             caption="../report/figures.rst",
             category="Figures",
         ),
-        manifest=manifest("make_figures"),
+        manifest=LAYOUT.manifest("make_figures"),
     log:
-        R("logs", "make_figures.log"),
+        LAYOUT.log("make_figures"),
     benchmark:
-        R("benchmarks", "make_figures.tsv")
-    conda:
-        "../envs/cpu.yaml"
-    threads: 1
-    resources:
-        gpu=0,
+        LAYOUT.benchmark("make_figures")
     params:
-        files=files_param,
-        job=job(
+        **job(
             "make_figures",
             config={
                 "evaluate": subtree("evaluate"),
@@ -106,41 +92,32 @@ rule make_figures:
             seeds={"eval": subtree("evaluate", "seeds")},
             run_dir=RUN,
         ),
-    shell:
-        JOB
 
 
-rule write_provenance:
+use rule job_frame as write_provenance with:
     input:
-        tables=R("tables", "index.md"),
-        figures=R("figures", "index.md"),
+        tables=LAYOUT.index("tables"),
+        figures=LAYOUT.index("figures"),
     output:
         record=report(
-            R("provenance.json"),
+            LAYOUT.provenance(),
             caption="../report/provenance.rst",
             category="Provenance",
         ),
     log:
-        R("logs", "write_provenance.log"),
+        LAYOUT.log("write_provenance"),
     benchmark:
-        R("benchmarks", "write_provenance.tsv")
-    conda:
-        "../envs/cpu.yaml"
-    threads: 1
-    resources:
-        gpu=0,
+        LAYOUT.benchmark("write_provenance")
     params:
         # the whole config: the record's own (no manifest: the record sums the manifests)
-        files=files_param,
-        job=job("write_provenance", config=config, run_dir=RUN),
-    shell:
-        JOB
+        **job("write_provenance", config=config, run_dir=RUN),
 
 
 # The archive policy (archive.weights; resume checkpoints never) and the name: toolcall_repro.archive.
+# A rule of its own, not the frame: its body tees the log to the terminal.
 rule archive_results:
     input:
-        record=R("provenance.json"),
+        record=LAYOUT.provenance(),
         # relative to the working directory: absolute paths would make a moved or copied tree's archive
         # "changed input files" and rerun it
         config=[os.path.relpath(f) for f in workflow.configfiles],
@@ -148,20 +125,19 @@ rule archive_results:
         archive=ARCHIVE,
     log:
         # Beside the archive: the run tree it packs is no place for the log of its own packing.
-        ARCHIVE.removesuffix(".tar.gz") + ".log",
+        LAYOUT.archive_log(ARCHIVE),
     benchmark:
-        ARCHIVE.removesuffix(".tar.gz") + ".benchmark.tsv"
+        LAYOUT.archive_benchmark(ARCHIVE)
     conda:
         "../envs/cpu.yaml"
     threads: 1
     resources:
         gpu=0,
     params:
-        files=files_param,
-        job=job(
+        **job(
             "archive_results",
             run_dir=RUN,
-            weights=ARCHIVE_CFG["weights"],
+            weights=ARCHIVE_WEIGHTS,
         ),
     shell:
         # The size by part goes to the log and to the terminal.
@@ -172,19 +148,18 @@ rule archive_results:
 # written (that target builds no tables, so the whole run's archive is not its end).
 use rule archive_results as archive_efficiency with:
     input:
-        index=R("efficiency", "index.md"),
+        index=LAYOUT.efficiency_report(),
         config=[os.path.relpath(f) for f in workflow.configfiles],
     output:
         archive=EFFICIENCY_ARCHIVE,
     log:
-        EFFICIENCY_ARCHIVE.removesuffix(".tar.gz") + ".log",
+        LAYOUT.archive_log(EFFICIENCY_ARCHIVE),
     benchmark:
-        EFFICIENCY_ARCHIVE.removesuffix(".tar.gz") + ".benchmark.tsv"
+        LAYOUT.archive_benchmark(EFFICIENCY_ARCHIVE)
     params:
-        files=files_param,
-        job=job(
+        **job(
             "archive_results",
             run_dir=RUN,
-            weights=ARCHIVE_CFG["weights"],
+            weights=ARCHIVE_WEIGHTS,
             twin="archive_efficiency",
         ),

@@ -3,49 +3,53 @@
 
 # One rule for both engines: local CPU GRPO on the embedded default, verl on SLURM at paper scale
 # (1 node x 8 GPUs, or several nodes with Ray started through srun: train.verl.nodes).
-rule train_grpo:
+use rule job_frame as train_grpo with:
     input:
-        train=R("data", "train", "{dataset}.parquet"),
+        train=LAYOUT.train_set("{dataset}"),
         heldout=lambda w: EXP.heldout_split(w.dataset),
         base=lambda w: EXP.policy_start_dir(w.dataset),
     output:
-        metrics=R("train", "{dataset}", "{variant}", "metrics.jsonl"),
-        curve=R("train", "{dataset}", "{variant}", "curve.jsonl"),
-        summary=R("train", "{dataset}", "{variant}", "summary.json"),
-        final=directory(R("train", "{dataset}", "{variant}", "final")),
-        manifest=manifest("train_grpo", "{dataset}-{variant}"),
+        metrics=LAYOUT.training_file("{dataset}", "{variant}", "metrics"),
+        curve=LAYOUT.training_file("{dataset}", "{variant}", "curve"),
+        summary=LAYOUT.training_file("{dataset}", "{variant}", "summary"),
+        final=directory(LAYOUT.training_file("{dataset}", "{variant}", "final")),
+        manifest=LAYOUT.manifest("train_grpo", "{dataset}", "{variant}"),
     log:
-        R("logs", "train_grpo", "{dataset}-{variant}.log"),
+        LAYOUT.log("train_grpo", "{dataset}", "{variant}"),
     benchmark:
-        R("benchmarks", "train_grpo", "{dataset}-{variant}.tsv")
+        LAYOUT.benchmark("train_grpo", "{dataset}", "{variant}")
     conda:
         env("train-verl")
     threads: THREADS
     resources:
         **EXP.train_resources(),
     params:
-        files=files_param,
-        job=train_job({"train": subtree("train", "seed")}),
-    shell:
-        JOB
+        **train_job({"train": subtree("train", "seed")}),
 
 
 # The efficiency experiment: the same training rule at other seeds (train.efficiency.runs); seed
 # train.seed is the run above, so every seed of a variant shares one held-out set and one start.
 use rule train_grpo as train_grpo_seed with:
     output:
-        metrics=R("train", "{dataset}", "{variant}", "seed{seed}", "metrics.jsonl"),
-        curve=R("train", "{dataset}", "{variant}", "seed{seed}", "curve.jsonl"),
-        summary=R("train", "{dataset}", "{variant}", "seed{seed}", "summary.json"),
-        final=directory(R("train", "{dataset}", "{variant}", "seed{seed}", "final")),
-        manifest=manifest("train_grpo_seed", "{dataset}-{variant}-seed{seed}"),
+        metrics=LAYOUT.training_file("{dataset}", "{variant}", "metrics", "{seed}"),
+        curve=LAYOUT.training_file("{dataset}", "{variant}", "curve", "{seed}"),
+        summary=LAYOUT.training_file("{dataset}", "{variant}", "summary", "{seed}"),
+        final=directory(
+            LAYOUT.training_file("{dataset}", "{variant}", "final", "{seed}")
+        ),
+        manifest=LAYOUT.manifest(
+            "train_grpo_seed", LAYOUT.training_key("{dataset}", "{variant}", "{seed}")
+        ),
     log:
-        R("logs", "train_grpo_seed", "{dataset}-{variant}-seed{seed}.log"),
+        LAYOUT.log(
+            "train_grpo_seed", LAYOUT.training_key("{dataset}", "{variant}", "{seed}")
+        ),
     benchmark:
-        R("benchmarks", "train_grpo_seed", "{dataset}-{variant}-seed{seed}.tsv")
+        LAYOUT.benchmark(
+            "train_grpo_seed", LAYOUT.training_key("{dataset}", "{variant}", "{seed}")
+        )
     params:
-        files=files_param,
-        job=train_job(lambda w: {"train": int(w.seed)}, twin="train_grpo_seed"),
+        **train_job(lambda w: {"train": int(w.seed)}, twin="train_grpo_seed"),
 
 
 localrules:
@@ -55,29 +59,23 @@ localrules:
 
 # The efficiency report: time to vanilla's peak with intervals, the noise floor, non-inferiority,
 # per-epoch group types and costs, figures; its own target so it runs without the evaluation stage.
-rule report_efficiency:
+use rule job_frame as report_efficiency with:
     input:
         training=[f for run in EXP.efficiency_runs() for f in run.files],
         manifests=EXP.result_manifests(runs=EXP.efficiency_runs()),
     output:
         index=report(
-            R("efficiency", "index.md"),
+            LAYOUT.efficiency_report(),
             caption="../report/tables.rst",
             category="Efficiency",
         ),
-        manifest=manifest("report_efficiency"),
+        manifest=LAYOUT.manifest("report_efficiency"),
     log:
-        R("logs", "report_efficiency.log"),
+        LAYOUT.log("report_efficiency"),
     benchmark:
-        R("benchmarks", "report_efficiency.tsv")
-    conda:
-        "../envs/cpu.yaml"
-    threads: 1
-    resources:
-        gpu=0,
+        LAYOUT.benchmark("report_efficiency")
     params:
-        files=files_param,
-        job=job(
+        **job(
             "report_efficiency",
             config={
                 "efficiency": config["train"].get("efficiency") or {},
@@ -87,11 +85,9 @@ rule report_efficiency:
             seeds={},
             run_dir=RUN,
         ),
-    shell:
-        JOB
 
 
 rule efficiency:
     input:
-        R("efficiency", "index.md"),
+        LAYOUT.efficiency_report(),
         EFFICIENCY_ARCHIVE,
