@@ -77,19 +77,19 @@ def test_training_runs_and_efficiency_seeds(exp):
 
 def test_scores_per_benchmark_with_their_rules_and_manifests(exp):
     # BFCL at the evaluation seeds: every study but seed_variance, and not the heldout-only factorial
-    assert rel(s.path for s in exp.bfcl_scores()) == [
+    assert rel(s.path for s in exp.benchmarks["bfcl"].target(exp)) == [
         "eval/bfcl/base/context/summary.json",
         "eval/bfcl/base/default/summary.json",  # table4's, not seed_variance's
         "eval/bfcl/base/stronger/summary.json",
         "eval/bfcl/rl/default/summary.json",
     ]
-    (variance,) = exp.bfcl_variance_scores()
+    (variance,) = exp.benchmarks["bfcl"].variance(exp)
     assert rel([variance.path, variance.manifest]) == [
         "eval/bfcl/base/default/variance.json",
         "manifests/summarise_bfcl_variance/base-default.json",
     ]
     # held-out: the seed-variance pair as its variance file, one summary per other pair
-    assert rel(s.path for s in exp.heldout_scores()) == [
+    assert rel(s.path for s in exp.benchmark_scores("heldout")) == [
         "eval/heldout/base/context/summary.json",
         "eval/heldout/base/default/summary.json",
         "eval/heldout/base/default/variance.json",
@@ -97,17 +97,36 @@ def test_scores_per_benchmark_with_their_rules_and_manifests(exp):
         "eval/heldout/base/x/summary.json",
         "eval/heldout/rl/default/summary.json",
     ]
-    assert {s.rule for s in exp.heldout_scores()} == {"score_heldout"}
-    assert rel(s.manifest for s in exp.acebench_scores()) == [
+    assert {s.rule for s in exp.benchmark_scores("heldout")} == {"score_heldout"}
+    assert rel(s.manifest for s in exp.benchmark_scores("acebench")) == [
         "manifests/summarise_acebench/base-stronger.json",
         "manifests/summarise_acebench/rl-stronger.json",
     ]
-    general = exp.general_scores()
+    general = exp.benchmark_scores("general")
     assert rel([general[1].path, general[1].manifest]) == [
         "eval/general/rl/summary.json",
         "manifests/check_general_capability/rl.json",
     ]
     assert len(exp.scores()) == 4 + 1 + 6 + 2 + 2
+    # one list: the registry's, in its order (benchmarks.py)
+    assert list(exp.benchmarks) == ["bfcl", "acebench", "heldout", "general"]
+    assert exp.scores() == [s for b in exp.benchmarks.values() for s in b.scores(exp)]
+
+
+def test_a_benchmark_seeds_override_moves_that_benchmark_alone(exp):
+    """evaluate.benchmarks.<name>.seeds over evaluate.seeds; absent: every benchmark at evaluate.seeds."""
+    assert {n: exp.benchmark_seeds(n) for n in exp.benchmarks} == {
+        "bfcl": [0, 1], "acebench": [0, 1], "heldout": [0, 1], "general": [0],
+    }  # fmt: skip
+    config = copy.deepcopy(CONFIG)
+    config["evaluate"]["benchmarks"] = {"bfcl": {"seeds": [5, 6, 7]}, "heldout": {"seeds": [9]}}
+    other = Experiment(config)
+    assert other.benchmark_seeds("bfcl") == [5, 6, 7] and other.benchmark_seeds("acebench") == [0, 1]
+    assert rel(other.seed_files("bfcl", "rl", "default")) == [f"eval/bfcl/rl/default/seed{k}.json" for k in (5, 6, 7)]
+    assert rel(other.seed_files("acebench", "rl", "stronger"))[-1] == "eval/acebench/rl/stronger/seed1.json"
+    # held-out: its evaluation seeds; the seed-variance study keeps its own
+    assert other.heldout_seeds("base", "stronger") == {"eval": [9], "variance": [9]}
+    assert other.heldout_seeds("base", "default") == {"eval": [9], "variance": [0, 1, 2, 3]}
 
 
 def test_a_study_target_and_its_seeds(exp):
@@ -128,7 +147,7 @@ def test_without_the_held_out_benchmark_studies_run_on_bfcl_alone():
     config = copy.deepcopy(CONFIG)
     del config["evaluate"]["heldout"]
     exp = Experiment(config)
-    assert exp.heldout_scores() == [] and exp.study_outputs("factorial") == []
+    assert exp.benchmark_scores("heldout") == [] and exp.study_outputs("factorial") == []
     assert exp.studies["template"].benchmarks == ("bfcl",)
 
 

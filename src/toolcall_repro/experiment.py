@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from toolcall_repro.archive import archive_name
+from toolcall_repro.benchmarks import VARIANCE_STUDY, Benchmark, get_benchmark, run_benchmarks
 from toolcall_repro.layout import Layout, job_key, manifest_path
 from toolcall_repro.runconfig import SETTINGS, compose_sources, dataset_setting
 
@@ -29,19 +30,16 @@ FORMAT_DATASETS = ("format_single", "format_multi")
 TRAIN_DATASETS = (*SETTINGS, *FORMAT_DATASETS, "tooln1")
 # model.filter_policy[_multi_turn] values that name the workflow's own policies, not a model
 POLICY_NAMES = ("base", "early", "train")
-VARIANCE_STUDY = "seed_variance"
 # What an evaluation protocol sets (each score's card names every one): its own keys over the defaults.
 PROTOCOL_KEYS = ("system_prompt", "template", "thinking", "temperature", "top_p", "max_tokens")
 
-# The rule that writes each kind of score file, by (benchmark, file name).
-SCORE_RULES = {
-    ("bfcl", "summary.json"): "summarise_bfcl",
-    ("bfcl", "variance.json"): "summarise_bfcl_variance",
-    ("acebench", "summary.json"): "summarise_acebench",
-    ("heldout", "summary.json"): "score_heldout",
-    ("heldout", "variance.json"): "score_heldout",
-    ("general", "summary.json"): "check_general_capability",
-}
+# The rule that writes each kind of score file, by (benchmark, file name): each benchmark's (benchmarks.py).
+def score_rule(benchmark: str, name: str) -> str:
+    rules = get_benchmark(benchmark).score_rules
+    kind = name.removesuffix(".json")
+    if kind not in rules:
+        raise ValueError(f"benchmark {benchmark!r} writes no {name}; it writes {sorted(rules)}")
+    return rules[kind]
 
 
 @dataclass(frozen=True)
@@ -114,7 +112,7 @@ class Score:
 
     @property
     def rule(self) -> str:
-        return SCORE_RULES[(self.benchmark, self.name)]
+        return score_rule(self.benchmark, self.name)
 
     @property
     def manifest(self) -> str:
@@ -174,6 +172,8 @@ class Experiment:
         }
         self.acebench = evaluate.get("acebench") or {}
         self.general = evaluate.get("general")
+        # the run's benchmarks (benchmarks.py): the paper's four and any evaluate.benchmarks names
+        self.benchmarks: dict[str, Benchmark] = run_benchmarks(config)
         self._runs: dict[tuple[str, str], tuple[dict, dict]] = {}
 
     def run_config(self, dataset: str, variant: str) -> dict:
@@ -460,8 +460,8 @@ class Experiment:
     def study_scores(self, study: str, benchmark: str) -> list[Score]:
         """A study's scores on one benchmark (none when the study leaves the benchmark out).
 
-        The seed-variance study's held-out scores are its variance files; its BFCL ones are
-        bfcl_variance_scores (the other studies' BFCL summaries are at the evaluation seeds).
+        The seed-variance study's held-out scores are its variance files; its BFCL ones are BFCL's
+        `variance` (benchmarks.py; the other studies' BFCL summaries are at the evaluation seeds).
         """
         spec = self.studies.get(study)
         if spec is None or benchmark not in spec.benchmarks:
@@ -471,45 +471,29 @@ class Experiment:
         name = "variance.json" if benchmark == "heldout" and study == VARIANCE_STUDY else "summary.json"
         return [Score(self.run_dir, benchmark, m, p, name) for m, p in spec.pairs]
 
-    def bfcl_scores(self) -> list[Score]:
-        """Every BFCL summary at the evaluation seeds (the seed-variance study's are its variance files)."""
-        found = {s.path: s for st in self.studies if st != VARIANCE_STUDY for s in self.study_scores(st, "bfcl")}
-        return [found[p] for p in sorted(found)]
+    def score(self, benchmark: str, model: str, protocol: str | None, name: str = "summary.json") -> Score:
+        return Score(self.run_dir, benchmark, model, protocol, name)
 
-    def bfcl_variance_scores(self) -> list[Score]:
-        if VARIANCE_STUDY not in self.studies or "bfcl" not in self.studies[VARIANCE_STUDY].benchmarks:
-            return []
-        return [Score(self.run_dir, "bfcl", m, p, "variance.json") for m, p in self.studies[VARIANCE_STUDY].pairs]
+    def benchmark_scores(self, benchmark: str) -> list[Score]:
+        """A benchmark's score files (its registry entry's units)."""
+        return self.benchmarks[benchmark].scores(self)
 
-    def heldout_scores(self) -> list[Score]:
-        found = {s.path: s for st in self.studies for s in self.study_scores(st, "heldout")}
-        return [found[p] for p in sorted(found)]
-
-    def acebench_scores(self) -> list[Score]:
-        protocol = self.acebench.get("protocol", "stronger")
-        return [Score(self.run_dir, "acebench", m, protocol) for m in self.acebench.get("models", ["base"])]
-
-    def general_scores(self) -> list[Score]:
-        if not self.general:
-            return []
-        return [Score(self.run_dir, "general", m, None) for m in self.general["models"]]
+    def benchmark_seeds(self, benchmark: str) -> list[int]:
+        """The seeds a benchmark is scored at: evaluate.benchmarks.<name>.seeds, else evaluate.seeds."""
+        return self.benchmarks[benchmark].seeds(self)
 
     def study_outputs(self, study: str) -> list[str]:
         """A study's named target: its score files on every benchmark it runs."""
-        bfcl = self.bfcl_variance_scores() if study == VARIANCE_STUDY else self.study_scores(study, "bfcl")
+        bfcl_entry = self.benchmarks["bfcl"]
+        bfcl = bfcl_entry.variance(self) if study == VARIANCE_STUDY else self.study_scores(study, "bfcl")
         return [*(s.path for s in bfcl), *sorted(s.path for s in self.study_scores(study, "heldout"))]
 
     def scores(self) -> list[Score]:
         """Everything the results stage reads from evaluation."""
-        return [
-            *self.bfcl_scores(),
-            *self.bfcl_variance_scores(),
-            *self.acebench_scores(),
-            *self.heldout_scores(),
-            *self.general_scores(),
-        ]
+        return [score for benchmark in self.benchmarks.values() for score in benchmark.scores(self)]
 
     def eval_seeds(self) -> list[int]:
+        """The shared default seeds (evaluate.seeds): the studies' unless they set their own."""
         return list(self.config["evaluate"]["seeds"])
 
     def variance_seeds(self) -> list[int]:
@@ -517,14 +501,16 @@ class Experiment:
         return list(spec.seeds) if spec else self.eval_seeds()
 
     def heldout_seeds(self, model: str, protocol: str) -> dict:
-        """Evaluation seeds, and the seed-variance study's seeds for its own (model, protocol) pairs."""
+        """The held-out benchmark's seeds, and the seed-variance study's seeds for its own (model, protocol) pairs."""
         spec = self.studies.get(VARIANCE_STUDY)
         in_variance = spec is not None and (model, protocol) in spec.pairs
-        return {"eval": self.eval_seeds(), "variance": self.variance_seeds() if in_variance else self.eval_seeds()}
+        seeds = self.benchmark_seeds("heldout")
+        return {"eval": seeds, "variance": self.variance_seeds() if in_variance else seeds}
 
     def seed_files(self, benchmark: str, model: str, protocol: str, seeds=None) -> list[str]:
-        """One generation job's output a seed: eval/<benchmark>/<model>/<protocol>/seed<k>.json."""
-        seeds = self.eval_seeds() if seeds is None else seeds
+        """One generation job's output a seed: eval/<benchmark>/<model>/<protocol>/seed<k>.json (the
+        benchmark's seeds unless given)."""
+        seeds = self.benchmark_seeds(benchmark) if seeds is None else seeds
         return [self.layout.seed_score(benchmark, model, protocol, s) for s in seeds]
 
     def analysis_units(self, runs: list[TrainingRun] | None = None) -> dict:

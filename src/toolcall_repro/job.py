@@ -36,6 +36,7 @@ from pathlib import Path
 # stage -> the module of its function. A stage is named as its rule (workflow/rules/*.smk) and runs the
 # function of that name: rule `generate_bfcl` runs `toolcall_repro.eval.bfcl.jobs.generate_bfcl`. A rule
 # made by `use rule X as Y` (train_grpo_seed) runs X's stage. By hand: `toolcall-repro stage NAME` (stage_main).
+# A benchmark registered outside the package (benchmarks.py) names its stage's module in options.module.
 STAGES: dict[str, str] = {
     # data.smk
     "synthesize_source": "toolcall_repro.data.synthetic",
@@ -113,7 +114,8 @@ class Job:
         for key in ("rule", "stage"):
             if not isinstance(raw.get(key), str) or not raw[key]:
                 raise JobError(f"job spec: {key!r} must be a non-empty string, got {raw.get(key)!r}")
-        if raw["stage"] not in STAGES:
+        module = (raw.get("options") or {}).get("module")
+        if raw["stage"] not in STAGES and not module:
             raise JobError(f"job spec: stage {raw['stage']!r} is not one of {sorted(STAGES)}")
         return cls(**raw)
 
@@ -209,8 +211,10 @@ def files_param(wildcards, input, output, resources):
     return compact_json(out)
 
 
-def stage_function(stage: str) -> Callable[[Job], object]:
-    return getattr(importlib.import_module(STAGES[stage]), stage)
+def stage_function(stage: str, module: str | None = None) -> Callable[[Job], object]:
+    """The stage's function: STAGES' module, or the one a job names (options.module: the score stage of a
+    benchmark registered outside the package, benchmarks.py)."""
+    return getattr(importlib.import_module(STAGES.get(stage) or module), stage)
 
 
 def cpu_seconds() -> float:
@@ -251,7 +255,7 @@ def run(job: Job) -> int:
     if capability is not None:
         pin_kernels(str(capability))
     start = time.perf_counter()
-    rc = stage_function(job.stage)(job)
+    rc = stage_function(job.stage, job.options.get("module"))(job)
     if rc not in (None, 0):
         return int(rc)
     if capability is not None:

@@ -111,7 +111,7 @@ THINKING_MIN_NEW_TOKENS = 4096
 
 def _budgets(exp: Experiment) -> list[tuple[str, int, str | None]]:
     """(config key, generation budget, model generating with it) of every generation the DAG runs:
-    training, the filter chains, each study's and ACEBench's (model, protocol) pairs."""
+    training, the filter chains, every benchmark's (model, protocol) pairs (benchmarks.py)."""
     config = exp.config
     out = [
         (f"train.settings.{s}.max_new_tokens", cfg["max_new_tokens"], exp.start_model(s))
@@ -121,8 +121,7 @@ def _budgets(exp: Experiment) -> list[tuple[str, int, str | None]]:
         out.append((f"filter.{chain}.max_new_tokens", config["filter"][chain]["max_new_tokens"],
                     exp.filter_policy_model(chain)))  # fmt: skip
     evaluate = config["evaluate"]
-    pairs = {pair for study in exp.studies.values() for pair in study.pairs}
-    pairs |= {(score.model, score.protocol) for score in exp.acebench_scores()}
+    pairs = {pair for benchmark in exp.benchmarks.values() for pair in benchmark.generations(exp)}
     for tag, protocol in sorted(pairs):
         budget = exp.protocol(protocol).get("max_tokens") if protocol in evaluate["protocols"] else None
         if tag in evaluate["models"] and budget is not None:  # unset: protocol_problems says so

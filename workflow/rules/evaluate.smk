@@ -1,5 +1,6 @@
 # Evaluation: BFCL (seeds from config, every score with its protocol card), ACEBench, general
-# capability (lm-eval); the paper's sensitivity studies are named targets at the end.
+# capability (lm-eval); the paper's sensitivity studies are named targets at the end. The benchmarks are one
+# registry (src/toolcall_repro/benchmarks.py): their score files, seeds and targets come from it.
 
 
 localrules:
@@ -8,9 +9,6 @@ localrules:
     summarise_bfcl,
     summarise_bfcl_variance,
     summarise_acebench,
-    bfcl_all,
-    acebench_all,
-    general_all,
 
 
 # BFCL's env cannot hold vLLM (numpy), so generate_bfcl serves with the vLLM env's `vllm`: locate_vllm runs
@@ -145,8 +143,8 @@ use rule job_frame as summarise_bfcl with:
     params:
         **job(
             "summarise_bfcl",
-            config={"seeds": subtree("evaluate", "seeds")},
-            seeds={"eval": subtree("evaluate", "seeds")},
+            config={"seeds": EXP.benchmark_seeds("bfcl")},
+            seeds={"eval": EXP.benchmark_seeds("bfcl")},
         ),
 
 
@@ -255,8 +253,8 @@ use rule job_frame as summarise_acebench with:
     params:
         **job(
             "summarise_acebench",
-            config={"seeds": subtree("evaluate", "seeds")},
-            seeds={"eval": subtree("evaluate", "seeds")},
+            config={"seeds": EXP.benchmark_seeds("acebench")},
+            seeds={"eval": EXP.benchmark_seeds("acebench")},
         ),
 
 
@@ -285,7 +283,7 @@ rule check_general_capability:
                 "general": subtree("evaluate", "general"),
                 "model": EXP.model_spec(w.model),
             },
-            seeds={"eval": subtree("evaluate", "seeds")[0]},
+            seeds={"eval": EXP.benchmark_seeds("general")[0]},
             backend=config["engines"]["generation"],
         ),
     shell:
@@ -305,16 +303,56 @@ for _study in EXP.studies:
             EXP.study_outputs(_study),
 
 
-rule bfcl_all:
-    input:
-        paths(EXP.bfcl_scores()),
+# --- a benchmark from outside the package (benchmarks.py, evaluate.benchmarks.<name>.module): one job a ------
+# (model, protocol) pair runs its score_<name> stage and writes its summary.
 
 
-rule acebench_all:
-    input:
-        paths(EXP.acebench_scores()),
+for _bench in EXP.benchmarks.values():
+    if _bench.stage_module:
+
+        rule:
+            name:
+                f"score_{_bench.name}"
+            input:
+                model=lambda w: EXP.model_dir(w.model),
+            output:
+                summary=LAYOUT.score(_bench.name, "{model}", "{protocol}", "summary"),
+                manifest=LAYOUT.manifest(
+                    f"score_{_bench.name}", "{model}", "{protocol}"
+                ),
+            log:
+                LAYOUT.log(f"score_{_bench.name}", "{model}", "{protocol}"),
+            benchmark:
+                LAYOUT.benchmark(f"score_{_bench.name}", "{model}", "{protocol}")
+            conda:
+                env("eval-vllm")
+            threads: 1
+            resources:
+                **stage_resources("evaluate", gpu=0),
+            params:
+                **job(
+                    f"score_{_bench.name}",
+                    config=lambda w, b=_bench.name: {
+                        "benchmark": subtree("evaluate", "benchmarks", b),
+                        "protocol": protocol_spec(w.protocol, 0, w.model),
+                        "model": EXP.model_spec(w.model),
+                    },
+                    seeds={"eval": EXP.benchmark_seeds(_bench.name)},
+                    module=_bench.stage_module,
+                ),
+            shell:
+                JOB
 
 
-rule general_all:
-    input:
-        paths(EXP.general_scores()),
+# --- each benchmark's scores are one named target: <name>_all (benchmarks.py) --------------------------
+
+
+for _bench in EXP.benchmarks.values():
+    if _bench.all_target:
+
+        rule:
+            name:
+                f"{_bench.name}_all"
+            input:
+                paths(_bench.target(EXP)),
+            localrule: True

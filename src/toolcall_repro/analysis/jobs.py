@@ -34,7 +34,9 @@ def _results(run_dir: str, config: dict, inputs: list[str] | None):
     """The run's results and the analysis config: the units (the rule's, or the experiment's for a pipeline
     config) over the config, so that every table takes its studies from the units."""
     from toolcall_repro.analysis import report
+    from toolcall_repro.benchmarks import run_benchmarks
 
+    run_benchmarks(config)  # a benchmark from outside the package registers (evaluate.benchmarks.<name>.module)
     found = units(config, run_dir)
     return report.RunResults(run_dir, found, inputs), {**config, **found}
 

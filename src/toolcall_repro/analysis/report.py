@@ -18,9 +18,12 @@ from pathlib import Path
 import pandas as pd
 
 from toolcall_repro.analysis import claims, efficiency, figures, loaders, scorecard, tables, tabular
+from toolcall_repro.benchmarks import BENCHMARKS, Benchmark, config_section
 from toolcall_repro.experiment import VARIANCE_STUDY, Study
 from toolcall_repro.io import atomic_path, atomic_write_text
 
+# The order of the tables index (tables/index.md): the paper's four benchmarks' tables (benchmarks.py) and
+# the run's own (filter chain, speedup, training dynamics); a benchmark's tables not named here follow.
 TABLE_NAMES = (
     "table4_bfcl",
     "prompt_ablation",
@@ -65,7 +68,10 @@ PIPELINE_CHECK_TITLE = (
 class RunResults:
     """Everything the analysis reads from one run directory, loaded once: the units the experiment names
     (`units`: {"scores": [...], "runs": [...]}, toolcall_repro.experiment.Experiment.analysis_units),
-    and with `inputs` (the rule's declared input files) those files only (loaders.Declared)."""
+    and with `inputs` (the rule's declared input files) those files only (loaders.Declared).
+
+    `scores[benchmark][kind]`: each benchmark's score files as frames (its `load`), for every default
+    benchmark and every registered one the units name (benchmarks.py)."""
 
     def __init__(
         self, run_dir: str | Path, units: Mapping, inputs: Iterable[str | Path] | None = None
@@ -75,20 +81,24 @@ class RunResults:
             raise FileNotFoundError(f"no run directory {self.run_dir}")
         index = loaders.Declared(self.run_dir, inputs)
         scores = units.get("scores") or []
-        self.bfcl = loaders.load_scores(scores, index, "bfcl")
-        variance = loaders.load_scores(scores, index, "bfcl", kind="variance")
-        self.bfcl_variance = variance if len(variance) else self.bfcl
-        self.acebench = loaders.load_scores(scores, index, "acebench")
-        self.heldout = loaders.load_scores(scores, index, "heldout")
-        self.heldout_variance = loaders.load_scores(scores, index, "heldout", kind="variance")
-        self.general = loaders.load_general(scores, index)
+        named = {s["benchmark"] for s in scores}
+        unknown = sorted(named - set(BENCHMARKS))
+        if unknown:
+            raise ValueError(f"scores of benchmark(s) {unknown} not registered; registered: {', '.join(BENCHMARKS)}")
+        self.benchmarks: dict[str, Benchmark] = {
+            n: b for n, b in BENCHMARKS.items() if b.default or n in named
+        }
+        self.scores = {n: b.load(scores, index) for n, b in self.benchmarks.items()}
         self.filter_report = loaders.load_filter_report(units.get("filter_report"), index)
         self.runs = loaders.load_training_runs(self.run_dir, units.get("runs") or [], index)
 
+    @property
+    def bfcl(self) -> pd.DataFrame:
+        return self.scores["bfcl"]["summary"]
 
-def _section(cfg: Mapping, key: str) -> dict:
-    """cfg[key], or cfg['evaluate'][key] when the rule passes the evaluate subtree (studies, general)."""
-    return dict(cfg.get(key) or (cfg.get("evaluate") or {}).get(key) or {})
+    @property
+    def bfcl_variance(self) -> pd.DataFrame:
+        return self.scores["bfcl"]["variance"]
 
 
 def _study(cfg: Mapping, name: str, scores: pd.DataFrame) -> list[tuple[str, str]]:
@@ -97,7 +107,7 @@ def _study(cfg: Mapping, name: str, scores: pd.DataFrame) -> list[tuple[str, str
 
     A study whose `benchmarks` leave out the benchmark of `scores` gives no pairs for it.
     """
-    spec = _section(cfg, "studies").get(name)
+    spec = config_section(cfg, "studies").get(name)
     if spec:
         study = Study.from_unit(name, spec)
         benchmark = scores["benchmark"].iloc[0] if len(scores) else None
@@ -108,99 +118,48 @@ def _study(cfg: Mapping, name: str, scores: pd.DataFrame) -> list[tuple[str, str
 
 
 def build_tables(res: RunResults, cfg: Mapping) -> list[tabular.Table]:
-    bfcl = res.bfcl
-    gen = _section(cfg, "general")
-    base = gen.get("base", "base")
-    rl = gen.get("rl") or [m for m in gen.get("models") or sorted(set(res.general["model"])) if m != base]
-    out = [
-        tables.table4(bfcl, _study(cfg, "table4", bfcl)),
-        tables.prompt_ablation_table(bfcl, _study(cfg, "prompt_ablation", bfcl)),
-        tables.study_table(
-            bfcl,
-            "data_format",
-            "Training-data format: BFCL after training on single- vs multi-turn data",
-            _study(cfg, "data_format", bfcl),
-        ),
-        tables.study_table(
-            bfcl, "template", "Multi-turn template: native vs context", _study(cfg, "template", bfcl)
-        ),
-        tables.study_table(bfcl, "thinking", "Thinking history: keep vs drop", _study(cfg, "thinking", bfcl)),
-        tables.seed_spread_table(_subset(res.bfcl_variance, cfg, VARIANCE_STUDY)),
-        tables.acebench_table(res.acebench),
-        tables.filter_chain_table(res.filter_report),
-        efficiency.speedup_table(res.runs, baseline=SPEEDUP_BASELINE),
-        tables.general_table(res.general, base, rl),
-        tables.prompt_factorial_table(
-            bfcl, _study(cfg, "prompt_factorial", bfcl), _study(cfg, "prompt_ablation", bfcl)
-        ),
-    ]
-    if cfg.get("pipeline_check"):
-        for t in out[:6] + out[-1:]:
-            t.notes.insert(0, tables.PIPELINE_CHECK_NOTE)
-        # a few held-out prompts and seeds: it checks the code; the evidence is its own target
-        speedup = next(t for t in out if t.name == "speedup")
+    """Every benchmark's tables (benchmarks.py), the filter chain's and the training runs', in the index's
+    order (TABLE_NAMES, then any other benchmark's)."""
+
+    def pairs(study: str, scores: pd.DataFrame) -> list[tuple[str, str]]:
+        return _study(cfg, study, scores)
+
+    check = bool(cfg.get("pipeline_check"))
+    out = []
+    for name, benchmark in res.benchmarks.items():
+        built = benchmark.tables(res.scores[name], cfg, pairs)
+        if check and benchmark.pipeline_check_note:
+            for t in built:
+                t.notes.insert(0, tables.PIPELINE_CHECK_NOTE)
+        out += built
+    speedup = efficiency.speedup_table(res.runs, baseline=SPEEDUP_BASELINE)
+    out += [tables.filter_chain_table(res.filter_report), speedup, efficiency.dynamics_table(res.runs)]
+    if check:  # a few held-out prompts and seeds: it checks the code; the evidence is its own target
         speedup.title = f"{tables.EFFICIENCY_CHECK_TITLE}. {speedup.title}"
     else:  # paper scale: the paper's number beside ours wherever it reports one
         reported = claims.load_claims()["reported"]
         for t in out:
             tables.with_paper_columns(t, reported.get(t.name))
-    out += heldout_tables(res, cfg)
-    out.append(efficiency.dynamics_table(res.runs))
-    assert tuple(t.name for t in out) == TABLE_NAMES
-    return out
+    names = [t.name for t in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two tables share a name: {sorted(n for n in set(names) if names.count(n) > 1)}")
+    order = {name: i for i, name in enumerate(TABLE_NAMES)}
+    return sorted(out, key=lambda t: order.get(t.name, len(order)))
 
 
 def build_scorecard(res: RunResults, built: list[tabular.Table], cfg: Mapping) -> tabular.Table:
-    """The claims scorecard from the built tables (per-seed scores looked up by each row's source file)."""
-    scores = pd.concat(
-        [f for f in (res.bfcl_variance, res.bfcl, res.heldout_variance, res.heldout, res.acebench) if len(f)]
-        or [res.bfcl],
-        ignore_index=True,
+    """The claims scorecard from the built tables (per-seed scores looked up by each row's source file):
+    claims.yaml's rows and every benchmark's own (its `claims`, read with its `statistics`)."""
+    frames = [f for n, b in res.benchmarks.items() for f in b.scorecard_scores(res.scores[n]) if len(f)]
+    scores = pd.concat(frames or [res.bfcl], ignore_index=True)
+    spec = claims.load_claims()
+    extra = [claim for b in res.benchmarks.values() for claim in b.claims]
+    statistics = {k: f for b in res.benchmarks.values() for k, f in b.statistics.items()}
+    if extra:
+        spec = {**spec, "claims": [*spec["claims"], *extra]}
+    return scorecard.build_scorecard(
+        {t.name: t for t in built}, scores, bool(cfg.get("pipeline_check")), spec, statistics
     )
-    return scorecard.build_scorecard({t.name: t for t in built}, scores, bool(cfg.get("pipeline_check")))
-
-
-def heldout_tables(res: RunResults, cfg: Mapping) -> list[tabular.Table]:
-    """Every protocol study again on the held-out reserve benchmark (same protocol cards, same seeds)."""
-    held, metrics = res.heldout, tables.HELDOUT_METRICS
-    note = (
-        "held-out reserve benchmark: reserved conversations the model never trained on, in the sources' "
-        "schemas, scored with the multi-turn training reward in the protocol's output format (eval/heldout.py)"
-    )
-
-    def study(name: str, title: str) -> tabular.Table:
-        return tables.study_table(held, f"{name}_heldout", title, _study(cfg, name, held), metrics=metrics)
-
-    spread = _subset(res.heldout_variance, cfg, VARIANCE_STUDY)
-    out = [
-        tables.seed_spread_table(spread, metrics=metrics),
-        study("template", "Held-out: native vs context template"),
-        study("thinking", "Held-out: keep vs drop thinking"),
-        tables.with_instruction_tokens(
-            study("prompt_ablation", "Held-out: the paper's four system prompts"),
-            held,
-            _study(cfg, "prompt_ablation", held),
-        ),
-        tables.prompt_factorial_table(
-            held,
-            _study(cfg, "prompt_factorial", held),
-            _study(cfg, "prompt_ablation", held),
-            name="prompt_factorial_heldout",
-            metrics=metrics,
-        ),
-        study("data_format", "Held-out: training-data format"),
-        study("table4", "Held-out: base, stronger prompt and RL"),
-    ]
-    out[0].name, out[0].title = "seed_spread_heldout", "Held-out: seed spread per model"
-    for t in out:
-        t.notes.insert(0, note)
-    return out
-
-
-def _subset(scores: pd.DataFrame, cfg: Mapping, study: str) -> pd.DataFrame:
-    pairs = set(_study(cfg, study, scores))
-    keep = [(m, p) in pairs for m, p in zip(scores["model"], scores["protocol"], strict=True)]
-    return scores.loc[pd.Series(keep, index=scores.index, dtype=bool)]
 
 
 def build_figures(res: RunResults, cfg: Mapping, speedups: pd.DataFrame | None = None) -> list[figures.Fig]:

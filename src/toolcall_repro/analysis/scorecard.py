@@ -30,11 +30,16 @@ STAND_IN = {
 
 
 def build_scorecard(
-    tables: Mapping[str, Table], scores: pd.DataFrame, pipeline_check: bool, spec: Mapping | None = None
+    tables: Mapping[str, Table],
+    scores: pd.DataFrame,
+    pipeline_check: bool,
+    spec: Mapping | None = None,
+    statistics: Mapping | None = None,
 ) -> Table:
     """One row a claim: the paper's value, ours with interval and n, the verdict and why, the table read.
 
     `scores`: the score summaries' rows (loaders.load_score_summaries, all benchmarks), for per-seed values.
+    `statistics`: a benchmark's own statistics by name (benchmarks.py: f(test, table, scores) -> Evidence).
     """
     spec = spec or c.load_claims()
     scale = PIPELINE_CHECK if pipeline_check else PAPER_SCALE
@@ -52,7 +57,7 @@ def build_scorecard(
         elif name not in tables:
             ev = c.absent(f"the run has no table {name!r}")
         else:
-            ev = evidence(test, tables[name], scores)
+            ev = evidence(test, tables[name], scores, statistics)
         comparable = not pipeline_check
         verdict = c.judge(test, ev, comparable=comparable, stand_in=STAND_IN.get(test["statistic"], ""))
         if test["statistic"] == "speedup":  # this run's figure is beside the evidence, never instead of it
@@ -137,11 +142,16 @@ def build_scorecard(
 # --- evidence per statistic ---------------------------------------------------------------------------
 
 
-def evidence(test: Mapping, table: Table, scores: pd.DataFrame) -> c.Evidence:
-    """The claim's statistic read from its table (and, for per-seed values, the score summaries)."""
+def evidence(
+    test: Mapping, table: Table, scores: pd.DataFrame, statistics: Mapping | None = None
+) -> c.Evidence:
+    """The claim's statistic read from its table (and, for per-seed values, the score summaries);
+    `statistics`: a benchmark's own, by name."""
     stat = test["statistic"]
     if table.frame.empty:
         return c.absent(f"{table.name} is empty in this run")
+    if stat in (statistics or {}):
+        return statistics[stat](test, table, scores)
     if stat == "paired_difference":
         return _paired(test, table, scores)
     if stat == "spread_difference":
@@ -160,7 +170,7 @@ def evidence(test: Mapping, table: Table, scores: pd.DataFrame) -> c.Evidence:
         return _general(table)
     raise ValueError(
         f"unknown statistic {stat!r}; allowed: paired_difference, spread_difference, group_share, retention, "
-        "update_to_rollout, update_growth, speedup, general_delta"
+        f"update_to_rollout, update_growth, speedup, general_delta{''.join(f', {k}' for k in statistics or {})}"
     )
 
 
