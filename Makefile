@@ -7,6 +7,16 @@ install:
 install-verl:
 	bash scripts/install-verl-env.sh
 
+# The per-rule environments of a SLURM run without conda: the main and verl venvs from the locks, on a filesystem
+# every node sees, and PREFIX/env.sh to source before `snakemake --profile profiles/slurm-venv` (docs/cluster.md,
+# "The environments"). GPU=0 builds verl's CPU lock instead of the GPU one (a CPU-only trial, the local SLURM).
+.PHONY: cluster-envs
+PREFIX ?=
+GPU ?= 1
+cluster-envs:
+	@[ -n "$(PREFIX)" ] || { echo "usage: make cluster-envs PREFIX=/shared/path [GPU=0]" >&2; exit 2; }
+	bash scripts/install-cluster-envs.sh "$(PREFIX)" $(if $(filter 1,$(GPU)),--gpu)
+
 # Regenerate requirements/*.lock from requirements/*.in (needs uv and PyPI; installs read only the locks).
 lock:
 	bash scripts/lock.sh

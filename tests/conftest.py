@@ -52,6 +52,8 @@ PATH_MARKS = {
     "workflow/test_smoke.py": ("e2e",),
     "workflow/test_paper_cpu.py": ("e2e", "paper_cpu"),
     "cluster/test_local_slurm.py": ("workflow",),  # a real SLURM on this host (scripts/local_slurm.sh)
+    "cluster/test_ray_two_nodes.py": ("workflow",),  # and a real two-node Ray on it
+    "cluster/test_venv_deployment.py": ("workflow",),  # and the venv deployment (profiles/slurm-venv)
 }
 
 
