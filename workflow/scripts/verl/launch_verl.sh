@@ -28,6 +28,16 @@ done
 [ -n "$OUT" ] && [ -n "$GPUS" ] || { echo "launch_verl.sh: --out and --gpus-per-node are required" >&2; exit 2; }
 mkdir -p "$OUT"
 
+# SLURM's gres/gpu sets ROCR_VISIBLE_DEVICES beside CUDA_VISIBLE_DEVICES for every GPU job whose gres.conf
+# names no vendor (no Flags=nvidia_gpu_env, no AutoDetect=nvml), and verl's Worker refuses to start with
+# both ("Please don't set ROCR_VISIBLE_DEVICES when HIP/CUDA_VISIBLE_DEVICES is set", verl
+# single_controller/base/worker.py): the first actor dies. The GPU envs are CUDA builds: CUDA's variable
+# stays, AMD's goes, for this process and the Ray processes it starts (found on the local SLURM).
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && [ -n "${ROCR_VISIBLE_DEVICES:-}" ]; then
+  echo "[launch_verl] unset ROCR_VISIBLE_DEVICES=$ROCR_VISIBLE_DEVICES (CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES)"
+  unset ROCR_VISIBLE_DEVICES
+fi
+
 echo "[launch_verl] prepare: $(date -Is)"
 # On a retry (Snakemake's `retries`, or a rerun) prepare finds the run's newest complete checkpoint
 # under $OUT/checkpoints and points verl at it; another run's checkpoints are discarded.
