@@ -21,7 +21,8 @@
 # Outside STATE_DIR it writes only: Debian's packages (apt-get, when missing: slurm-wlm slurmdbd munge
 # mariadb-server; their postinst makes /etc/munge/munge.key, which this script does not use: munged gets
 # --key-file in STATE_DIR) and /run/slurm/conf/slurm.conf, a link to STATE_DIR's slurm.conf, made only
-# when /etc/slurm/slurm.conf and /run/slurm/conf/slurm.conf are both absent, and removed by `down`. The
+# when /etc/slurm/slurm.conf and /run/slurm/conf/slurm.conf are both absent, and removed by `down` (a
+# link left by a cluster none of whose daemons is alive, on a restarted or copied machine, is replaced). The
 # link is the config SLURM's clients fall back to when SLURM_CONF is unset, which they need inside
 # jobs: Snakemake's slurm jobstep removes SLURM_* (SLURM_CONF included) from the environment of the
 # commands it starts. Where /usr/sbin/policy-rc.d is absent, one that refuses service starts (exit 101)
@@ -222,6 +223,25 @@ nodes_idle() {
   for node in "${NODES[@]}"; do grep -qx "$node idle" <<< "$states" || return 1; done
 }
 
+# The link another `up` made, whose cluster is gone: its state folder's pids list names no live daemon
+# (its host was restarted, or the folder copied to another machine with /run, or it was killed without
+# `down`). Such a link is removed, with a line saying so; a link with any live daemon behind it, or one
+# this script did not make (no pids list beside its target), stays and stops `up` below.
+drop_stale_link() {
+  [ -L "$RUN_LINK" ] || return 0
+  local target other pid name
+  target=$(readlink "$RUN_LINK")
+  other=$(dirname "$(dirname "$target")")
+  if [ -e "$target" ]; then
+    [ -s "$other/pids" ] || return 0
+    while read -r pid name; do
+      alive "$pid" "$name" && return 0
+    done < "$other/pids"
+  fi
+  say "removing $RUN_LINK -> $target: no daemon of that cluster is alive (stale)"
+  rm -f "$RUN_LINK"
+}
+
 up() {
   [ "$(id -u)" = 0 ] || die "up needs root (packages, munge and MariaDB users, slurmd as root)"
   if [ -s "$STATE/pids" ]; then
@@ -231,6 +251,7 @@ up() {
   fi
   [ ! -e /etc/slurm/slurm.conf ] ||
     die "/etc/slurm/slurm.conf exists: this host has a SLURM of its own, whose config the jobs here would read"
+  drop_stale_link
   [ ! -e "$RUN_LINK" ] ||
     die "$RUN_LINK exists ($(readlink "$RUN_LINK" || echo 'not a link')): another local cluster is up; stop it first"
   local t0 t_install t_ready
@@ -245,7 +266,6 @@ up() {
   write_configs
   export SLURM_CONF=$STATE/etc/slurm.conf
   # the config of clients without SLURM_CONF (inside jobs: Snakemake's jobstep drops SLURM_*), see the top
-  if [ -L "$RUN_LINK" ] && [ ! -e "$RUN_LINK" ]; then rm -f "$RUN_LINK"; fi  # left by a run that was killed
   mkdir -p "$(dirname "$RUN_LINK")"
   ln -s "$SLURM_CONF" "$RUN_LINK"
   echo "$RUN_LINK" > "$STATE/run_link"
@@ -317,6 +337,9 @@ status() {
   SLURM_CONF=$STATE/etc/slurm.conf sinfo -N -o '%N %P %T %c %m %G %f' || rc=1
   return "$rc"
 }
+
+# sourced (tests/cluster/test_local_slurm.py calls its functions): define them, run nothing
+[[ "${BASH_SOURCE[0]}" != "$0" ]] && return 0
 
 case "$CMD" in
   up) up ;;

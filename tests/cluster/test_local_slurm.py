@@ -26,6 +26,7 @@ from _workflow_helpers import FAKE_SLURM, make_workdir, snakemake, write_config,
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / "profiles" / "slurm"
+LOCAL_SLURM = REPO / "scripts" / "local_slurm.sh"
 MULTI_NODE = REPO / "workflow" / "scripts" / "verl" / "launch_verl_multi_node.sh"
 EIGHT = "0,1,2,3,4,5,6,7"
 cluster = pytest.mark.workflow  # real daemons, sbatch and Snakemake in subprocesses: out of `make test-fast`
@@ -114,6 +115,45 @@ def test_profile_polls_with_squeue_often_enough_never_to_miss_an_ended_job():
     assert 3 * cfg["slurm-init-seconds-before-status-checks"] > max_sleep
     # the reason for squeue: the plugin matches failed states exactly (a change here: revisit the choice)
     assert '"CANCELLED",' in source and "status in fail_stati" in source
+
+
+def test_up_replaces_only_a_link_whose_cluster_has_no_live_daemon(tmp_path):
+    """/run/slurm/conf/slurm.conf left by a cluster that is gone (its machine restarted or copied with /run
+    and /tmp, as a CI checkout of this host is) must not stop the next `up`; a live cluster's link, or one
+    this script did not make, must. Runs the script's own check on a link in tmp_path, no daemons."""
+
+    def state(name: str, pids: str | None) -> Path:
+        (tmp_path / name / "etc").mkdir(parents=True)
+        (tmp_path / name / "etc" / "slurm.conf").write_text("")
+        if pids is not None:
+            (tmp_path / name / "pids").write_text(pids)
+        return tmp_path / name / "etc" / "slurm.conf"
+
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        ended = subprocess.Popen(["true"])
+        ended.wait()
+        dead = ended.pid  # a process that has ended and been reaped
+        cases = {  # target -> kept?
+            state("dead", f"{dead} slurmctld\n"): False,
+            state("reused", f"{live.pid} slurmctld\n"): False,  # a live PID that is not the daemon recorded
+            state("live", f"{dead} munged\n{live.pid} sleep\n"): True,
+            state("foreign", None): True,
+            tmp_path / "gone" / "etc" / "slurm.conf": False,  # a dangling link
+        }
+        for target, kept in cases.items():
+            link = tmp_path / "run" / "slurm.conf"
+            link.parent.mkdir(exist_ok=True)
+            link.unlink(missing_ok=True)
+            link.symlink_to(target)
+            res = subprocess.run(["bash", "-c", f'. "{LOCAL_SLURM}"; RUN_LINK="{link}"; drop_stale_link'],
+                                 capture_output=True, text=True, timeout=30)  # fmt: skip
+            assert res.returncode == 0, res.stderr
+            assert link.is_symlink() == kept, (target, res.stdout)
+            assert ("stale" in res.stdout) == (not kept), res.stdout
+    finally:
+        live.kill()
+        live.wait()
 
 
 # --- (a) the training job's sbatch line, as the plugin builds it -------------------------------------------
