@@ -10,6 +10,8 @@ import pytest
 
 from toolcall_repro.rl.metrics import step_metrics
 
+sys.path.insert(0, str(Path(__file__).parent))  # the test modules' helpers beside it (_runs.py)
+
 PROTOCOLS = {
     "default": ("bfcl_default", "native", "drop"),
     "stronger": ("stronger", "native", "drop"),

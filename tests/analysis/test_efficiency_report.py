@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from _runs import four_steps
 
 from toolcall_repro.analysis.efficiency_report import efficiency_tables, predicted_ratio
 from toolcall_repro.analysis.loaders import TrainingRun
-from toolcall_repro.rl import StreakFilter, step_metrics
 
 OUTCOMES = [[0, 0, 0, 1], [1, 0, 0, 1], [1, 1, 0, 1], [1, 1, 0, 1]]  # held-out accuracy .25 .5 .75 .75
 
@@ -15,37 +15,7 @@ OUTCOMES = [[0, 0, 0, 1], [1, 0, 0, 1], [1, 1, 0, 1], [1, 1, 0, 1]]  # held-out 
 def _run(variant, seed, step_s, update_s, time_scale, kept_rows=8, n=8, wall_scale=None):
     """wall_scale: the local engine's two clocks, CPU seconds as given (`timing_cpu_s/*`) and wall seconds
     wall_scale times as long (a paused or crowded job); None: one clock, `timing_s/*` only (verl)."""
-    lines = []
-    for step in range(4):
-        lines.append(
-            {
-                **step_metrics(
-                    step=step + 1,
-                    epoch=step // 2,
-                    groups=[[1.0] * 8, [0.0] * 8, [1.0, 0.0] * 4, [1.0, 0.0] * 4],
-                    filter_stats=StreakFilter(None).stats(),
-                    skipped_reward_mean=None,
-                    gen_tokens=10,
-                    update_tokens=10,
-                    total_num_tokens=20,
-                    gen_rows=4 * n,
-                    update_rows=kept_rows * 4,
-                    timings={
-                        "gen": step_s - update_s,
-                        "update_actor": update_s,
-                        "optimizer": 0.0,
-                        "step": step_s,
-                    },
-                    cumulative_s=0.0,
-                    cumulative_device_s=0.0,
-                ),
-                "actor/pg_clipfrac": 0.01,
-            }
-        )
-        if wall_scale is not None:
-            for phase in ("gen", "update_actor", "optimizer", "step"):
-                lines[-1][f"timing_cpu_s/{phase}"] = lines[-1][f"timing_s/{phase}"]
-                lines[-1][f"timing_s/{phase}"] *= wall_scale
+    lines = four_steps(step_s, update_s, gen_rows=4 * n, update_rows=kept_rows * 4, wall_scale=wall_scale)
     curve = pd.DataFrame(
         {
             "step": [0, 1, 2, 4],

@@ -8,12 +8,12 @@ import json
 
 import pandas as pd
 import pytest
+from _runs import four_steps
 
 from toolcall_repro.analysis import evidence_inputs
 from toolcall_repro.analysis.efficiency_report import efficiency_tables, write_report
 from toolcall_repro.analysis.loaders import TrainingRun
 from toolcall_repro.cli import main as cli
-from toolcall_repro.rl import StreakFilter, step_metrics
 
 GREEDY = [[0, 0, 0, 1, 0], [1, 0, 0, 1, 0], [1, 1, 0, 1, 0], [1, 1, 0, 1, 1]]
 
@@ -21,26 +21,8 @@ GREEDY = [[0, 0, 0, 1, 0], [1, 0, 0, 1, 0], [1, 1, 0, 1, 0], [1, 1, 0, 1, 1]]
 def _run(variant, seed, step_s, time_scale, shift=0):
     """A run of 4 steps and 4 checkpoints on 5 held-out prompts, greedy and sampled outcomes (the sampled
     ones fractions of 4 samples), CPU and wall clocks; `shift` moves one prompt's outcome a seed."""
-    lines = []
-    for step in range(4):
-        line = step_metrics(
-            step=step + 1,
-            epoch=step // 2,
-            groups=[[1.0] * 8, [0.0] * 8, [1.0, 0.0] * 4, [1.0, 0.0] * 4],
-            filter_stats=StreakFilter(None).stats(),
-            skipped_reward_mean=None,
-            gen_tokens=10,
-            update_tokens=10,
-            total_num_tokens=20,
-            gen_rows=32,
-            update_rows=32 if variant == "vanilla" else 16,
-            timings={"gen": step_s / 4, "update_actor": step_s * 3 / 4, "optimizer": 0.0, "step": step_s},
-            cumulative_s=0.0,
-            cumulative_device_s=0.0,
-        )
-        for phase in ("gen", "update_actor", "optimizer", "step"):
-            line[f"timing_cpu_s/{phase}"] = line[f"timing_s/{phase}"]
-        lines.append({**line, "actor/pg_clipfrac": 0.01})
+    lines = four_steps(step_s, step_s * 3 / 4, gen_rows=32, update_rows=32 if variant == "vanilla" else 16,
+                       wall_scale=1.0)  # fmt: skip
     greedy = [list(map(float, row)) for row in GREEDY]
     greedy[-1][2] = float(shift % 2)
     sampled = [[v * 0.75 + 0.25 * ((i + seed) % 2) for i, v in enumerate(row)] for row in greedy]
