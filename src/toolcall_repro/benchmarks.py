@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-import pandas as pd
+# pandas and the analysis modules are imported where frames are loaded or tables built, not here: every
+# Snakemake parse imports this registry through the experiment, and pandas alone is most of that import.
+if TYPE_CHECKING:
+    import pandas as pd
 
-from toolcall_repro.analysis import loaders, tables
-from toolcall_repro.analysis.tabular import Table
+    from toolcall_repro.analysis.tabular import Table
 
-# A study's (model, protocol) pairs for one benchmark's scores: the report's (experiment.Study's pairs).
-Pairs = Callable[[str, pd.DataFrame], list]
+    # A study's (model, protocol) pairs for one benchmark's scores: the report's (experiment.Study's pairs).
+    Pairs = Callable[[str, pd.DataFrame], list]
 VARIANCE_STUDY = "seed_variance"
 
 
@@ -76,6 +79,8 @@ class Benchmark:
 
     def load(self, units, index) -> dict[str, pd.DataFrame]:
         """Its score files as frames, by score kind (loaders.load_scores' rows)."""
+        from toolcall_repro.analysis import loaders
+
         return {"summary": loaders.load_scores(units, index, self.name)}
 
     def tables(self, frames: Mapping[str, pd.DataFrame], cfg: Mapping, pairs: Pairs) -> list[Table]:
@@ -130,6 +135,8 @@ def config_section(cfg: Mapping, key: str) -> dict:
 
 def subset(scores: pd.DataFrame, pairs: Pairs, study: str) -> pd.DataFrame:
     """The rows of a study's (model, protocol) pairs."""
+    import pandas as pd
+
     keep_pairs = set(pairs(study, scores))
     keep = [(m, p) in keep_pairs for m, p in zip(scores["model"], scores["protocol"], strict=True)]
     return scores.loc[pd.Series(keep, index=scores.index, dtype=bool)]
@@ -166,11 +173,15 @@ class BFCL(Benchmark):
         return self.summaries(exp)
 
     def load(self, units, index) -> dict[str, pd.DataFrame]:
+        from toolcall_repro.analysis import loaders
+
         summary = loaders.load_scores(units, index, self.name)
         variance = loaders.load_scores(units, index, self.name, kind="variance")
         return {"summary": summary, "variance": variance if len(variance) else summary}
 
     def tables(self, frames, cfg, pairs) -> list[Table]:
+        from toolcall_repro.analysis import tables
+
         bfcl = frames["summary"]
         return [
             tables.table4(bfcl, pairs("table4", bfcl)),
@@ -204,6 +215,8 @@ class ACEBench(Benchmark):
         return [exp.score(self.name, m, protocol) for m in exp.acebench.get("models", ["base"])]
 
     def tables(self, frames, cfg, pairs) -> list[Table]:
+        from toolcall_repro.analysis import tables
+
         return [tables.acebench_table(frames["summary"])]
 
 
@@ -226,6 +239,8 @@ class Heldout(Benchmark):
         return [found[p] for p in sorted(found)]
 
     def load(self, units, index) -> dict[str, pd.DataFrame]:
+        from toolcall_repro.analysis import loaders
+
         return {
             "summary": loaders.load_scores(units, index, self.name),
             "variance": loaders.load_scores(units, index, self.name, kind="variance"),
@@ -233,6 +248,8 @@ class Heldout(Benchmark):
 
     def tables(self, frames, cfg, pairs) -> list[Table]:
         """Every protocol study again on the held-out reserve benchmark (same protocol cards, same seeds)."""
+        from toolcall_repro.analysis import tables
+
         held, metrics = frames["summary"], tables.HELDOUT_METRICS
 
         def study(name: str, title: str) -> Table:
@@ -283,9 +300,13 @@ class General(Benchmark):
         return [exp.score(self.name, m, None) for m in exp.general["models"]]
 
     def load(self, units, index) -> dict[str, pd.DataFrame]:
+        from toolcall_repro.analysis import loaders
+
         return {"summary": loaders.load_general(units, index)}
 
     def tables(self, frames, cfg, pairs) -> list[Table]:
+        from toolcall_repro.analysis import tables
+
         general = frames["summary"]
         gen = config_section(cfg, "general")
         base = gen.get("base", "base")
