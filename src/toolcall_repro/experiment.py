@@ -224,10 +224,6 @@ class Experiment:
         name = "tooln1" if dataset == "tooln1" else dataset_setting(self.config, dataset)
         return self.layout.heldout_split(name)
 
-    def train_set(self, dataset: str) -> str:
-        """The rows a training run on `dataset` (one of TRAIN_DATASETS) reads."""
-        return self.layout.train_set(dataset)
-
     def train_set_target(self, dataset: str) -> int | None:
         """The rows its filter chain aims at (filter.<setting>.target_size, filter.format_study.size);
         None for Tool-N1's pool (all of it) or a target not set."""
@@ -240,10 +236,7 @@ class Experiment:
 
     def training_sets(self) -> list[str]:
         """Training sets whose conversations the held-out benchmark leaves out (GRPO and format study)."""
-        return [self.train_set(d) for d in (*SETTINGS, *FORMAT_DATASETS)]
-
-    def lm_eval_record(self) -> str:
-        return self.layout.lm_eval_record()
+        return [self.layout.train_set(d) for d in (*SETTINGS, *FORMAT_DATASETS)]
 
     def acebench_dir(self) -> str:
         """ACEBench's data (evaluate.acebench.source): the synthetic twins the pipeline writes (embedded
@@ -266,7 +259,7 @@ class Experiment:
                 "evaluate.general.revisions: lm-eval tasks read the Hub, so each dataset needs a pinned "
                 "revision (hub dataset id -> revision), e.g. {cais/mmlu: <sha>}; not set"
             )
-        return [self.lm_eval_record()]
+        return [self.layout.lm_eval_record()]
 
     # --- models -------------------------------------------------------------------------------------
 

@@ -111,6 +111,7 @@ class Layout:
     # --- filter -------------------------------------------------------------------------------------
 
     def train_set(self, dataset: str) -> str:
+        """The rows a training run on `dataset` (one of TRAIN_DATASETS) reads."""
         return self.path("data", "train", f"{dataset}.parquet")
 
     def heldout_split(self, name: str) -> str:

@@ -143,7 +143,7 @@ def train_rows(exp: Experiment, root: Path = Path(".")) -> dict[str, tuple[int |
     else the filter chain's target (none for the whole Tool-N1 pool: its run is capped by max_steps)."""
     out = {}
     for dataset in TRAIN_DATASETS:
-        rows = parquet_rows(root / exp.train_set(dataset))
+        rows = parquet_rows(root / exp.layout.train_set(dataset))
         target = exp.train_set_target(dataset)
         out[dataset] = (rows, "data") if rows is not None else (target, "config target")
     return out
