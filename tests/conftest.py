@@ -42,18 +42,18 @@ REQUIRE_FIXTURES = os.environ.get("TOOLCALL_REQUIRE_FIXTURES", "0") not in ("", 
 
 # What `make test-fast` (`-m "not workflow and not slow and not verl"`) leaves out, marked here by path so
 # that a new test in these files is marked too (markers: pyproject.toml). Every test under tests/workflow/
-# drives the Snakemake CLI, a shell script or a fresh venv in subprocesses: `workflow`. Two of its files run
-# a whole DAG for real, also `e2e`; one of them is the toy paper run (~15 min, jobs in .venv-verl), also
-# `paper_cpu`. tests/cluster/test_local_slurm.py starts a real SLURM: `workflow` too. A slow unit test
+# drives the Snakemake CLI, a shell script or a fresh venv in subprocesses: `workflow`. test_smoke.py runs
+# a whole DAG for real, also `e2e`. tests/cluster/ starts a real SLURM: `workflow` too; its toy paper run
+# (~37 min, jobs in .venv-verl, through the slurm profile) is also `e2e` and `paper_cpu`. A slow unit test
 # elsewhere carries `slow` in its own file, with the reason beside it.
 _TESTS = os.path.dirname(os.path.abspath(__file__))
 PATH_MARKS = {
     "workflow/": ("workflow",),
     "workflow/test_smoke.py": ("e2e",),
-    "workflow/test_paper_cpu.py": ("e2e", "paper_cpu"),
     "cluster/test_local_slurm.py": ("workflow",),  # a real SLURM on this host (scripts/local_slurm.sh)
     "cluster/test_ray_two_nodes.py": ("workflow",),  # and a real two-node Ray on it
     "cluster/test_venv_deployment.py": ("workflow",),  # and the venv deployment (profiles/slurm-venv)
+    "cluster/test_paper_cpu.py": ("workflow", "e2e", "paper_cpu"),  # and the toy paper run through both
 }
 
 

@@ -60,6 +60,9 @@ if [ "$RAY_AUTH_MODE" = token ] && [ -z "${RAY_AUTH_TOKEN:-}" ] && [ -z "${RAY_A
   export RAY_AUTH_TOKEN
 fi
 STEP=(srun --overlap --nodes=1 --ntasks=1 --cpus-per-task="$CPUS" --gpus-per-node="$GPUS")
+# Each GPU step gets ROCR_VISIBLE_DEVICES from SLURM beside CUDA_VISIBLE_DEVICES (a gres.conf that names no
+# vendor), and verl's Worker refuses both (launch_verl.sh): the raylets, and so every actor, start without it.
+NO_ROCR=(env -u ROCR_VISIBLE_DEVICES)
 HEAD_IP=$("${STEP[@]}" -w "$HEAD" bash "$HERE/head_address.sh" "${HOSTS[1]}")
 ADDRESS="$HEAD_IP:$RAY_PORT"
 echo "[multi_node] head $HEAD ($ADDRESS), workers ${HOSTS[*]:1:$((NODES - 1))}"
@@ -87,12 +90,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"${STEP[@]}" -w "$HEAD" "$PY" -m ray.scripts.scripts start --head --node-ip-address="$HEAD_IP" \
+"${STEP[@]}" -w "$HEAD" "${NO_ROCR[@]}" "$PY" -m ray.scripts.scripts start --head --node-ip-address="$HEAD_IP" \
   --port="$RAY_PORT" --num-cpus="$CPUS" --num-gpus="$GPUS" --block "${START_ARGS[@]}" "${HEAD_ARGS[@]}" &
 PIDS+=($!)
 "$PY" -m toolcall_repro.engines.verl wait-ray --address "$ADDRESS" --nodes 1 --gpus 0 --timeout-s "$WAIT_S"
 for host in "${HOSTS[@]:1:$((NODES - 1))}"; do
-  "${STEP[@]}" -w "$host" "$PY" -m ray.scripts.scripts start --address="$ADDRESS" \
+  "${STEP[@]}" -w "$host" "${NO_ROCR[@]}" "$PY" -m ray.scripts.scripts start --address="$ADDRESS" \
     --num-cpus="$CPUS" --num-gpus="$GPUS" --block "${START_ARGS[@]}" &
   PIDS+=($!)
 done
@@ -117,13 +120,14 @@ alive = [n for n in ray.nodes() if n["Alive"]]
 def where():
     import os
 
-    return os.environ.get("SLURMD_NODENAME", "?"), os.getpid()
+    return os.environ.get("SLURMD_NODENAME", "?"), os.getpid(), os.environ.get("ROCR_VISIBLE_DEVICES", "unset")
 
 
 pins = [NodeAffinitySchedulingStrategy(n["NodeID"], soft=False) for n in alive]
 seen = ray.get([where.options(scheduling_strategy=p).remote() for p in pins], timeout=120)
 gpus = ray.cluster_resources().get("GPU", 0)
-on = [f"{node} (node {n['NodeID'][:8]} at {n['NodeManagerAddress']}, pid {pid})" for (node, pid), n in zip(seen, alive)]
+on = [f"{node} (node {n['NodeID'][:8]} at {n['NodeManagerAddress']}, pid {pid}, ROCR_VISIBLE_DEVICES {rocr})"
+      for (node, pid, rocr), n in zip(seen, alive)]
 print(f"[multi_node] ray check: {len(alive)} alive node(s), {gpus:g} GPU(s); a task ran on each: {', '.join(on)}")
 ray.shutdown()
 sys.exit(0 if len(alive) == int(sys.argv[1]) else 1)

@@ -3,7 +3,7 @@
 Why: verl 0.9.1 has no CPU platform (its registry falls back to `nvidia`, whose process group wants NCCL),
 yet its real trainer, FSDP2 workers and vLLM rollout can run on a laptop's CPU. That lets a user run their
 paper config end to end on a toy model before a cluster is paid for, and lets `make test` run the paper
-path for real (tests/workflow/test_paper_cpu.py). Nothing here changes the math of a step; it is where a
+path for real (tests/cluster/test_paper_cpu.py). Nothing here changes the math of a step; it is where a
 step runs.
 
 How it is loaded: verl imports every module named in `VERL_USE_EXTERNAL_MODULES` at `import verl`, in the
