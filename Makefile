@@ -9,13 +9,15 @@ install-verl:
 
 # The per-rule environments of a SLURM run without conda: the main and verl venvs from the locks, on a filesystem
 # every node sees, and PREFIX/env.sh to source before `snakemake --profile profiles/slurm-venv` (docs/cluster.md,
-# "The environments"). GPU=0 builds verl's CPU lock instead of the GPU one (a CPU-only trial, the local SLURM).
+# "The environments"). GPU=0 builds verl's CPU lock instead of the GPU one (a CPU-only trial, the local SLURM);
+# CUDA=12 the CUDA 12 GPU lock, for nodes whose NVIDIA driver is older than 580 (the config's engines.cuda: 12).
 .PHONY: cluster-envs
 PREFIX ?=
 GPU ?= 1
+CUDA ?=
 cluster-envs:
-	@[ -n "$(PREFIX)" ] || { echo "usage: make cluster-envs PREFIX=/shared/path [GPU=0]" >&2; exit 2; }
-	bash scripts/install-cluster-envs.sh "$(PREFIX)" $(if $(filter 1,$(GPU)),--gpu)
+	@[ -n "$(PREFIX)" ] || { echo "usage: make cluster-envs PREFIX=/shared/path [GPU=0] [CUDA=12]" >&2; exit 2; }
+	bash scripts/install-cluster-envs.sh "$(PREFIX)" $(if $(filter 1,$(GPU)),--gpu $(if $(CUDA),--cuda $(CUDA)))
 
 # Regenerate requirements/*.lock from requirements/*.in (needs uv and PyPI; installs read only the locks).
 lock:

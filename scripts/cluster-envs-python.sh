@@ -4,8 +4,9 @@
 # `python -m toolcall_repro.job SPEC FILES` (workflow/rules/common.smk). Where Snakemake deploys conda envs,
 # each rule runs in the env of its `conda:` file; without conda the same locks are two venvs, so each job
 # is sent to one of them by its rule:
-#   PREFIX/verl  verl and vLLM (requirements/train-verl.lock): the rules whose env is train-verl.yaml or
-#                eval-vllm.yaml at paper scale, VERL_RULES below
+#   PREFIX/verl  verl and vLLM (requirements/train-verl.lock, or train-verl-cu12.lock with engines.cuda: 12:
+#                install-cluster-envs.sh --gpu --cuda 12): the rules whose env is train-verl.yaml or
+#                eval-vllm.yaml (or their -cu12 twins) at paper scale, VERL_RULES below
 #   PREFIX/main  requirements/main.lock (bfcl-eval included): every other rule (cpu.yaml, eval-bfcl.yaml),
 #                and any call that is not a job (no SPEC)
 # The rule is the spec's "rule" (a `use rule X as Y` twin), else its "stage". VERL_RULES is held to the

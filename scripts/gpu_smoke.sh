@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # First contact on one GPU (under 15 minutes): the paper path end to end, small. See docs/cluster.md.
-#   bash scripts/gpu_smoke.sh [--model HUB_ID_OR_DIR] [--out DIR] [--gpus N] [--dry-run]
+#   bash scripts/gpu_smoke.sh [--model HUB_ID_OR_DIR] [--out DIR] [--gpus N] [--cuda 13|12] [--dry-run]
 # 1. a few GRPO steps of the project's verl trainer (filter + down-sampling, verl's default dataloader
 #    workers) on a 0.5B model: expects the filter's epoch == verl's epoch at every step, update rows = m
 #    per group, and a final checkpoint that transformers loads;
 # 2. BFCL on 5 entries of the trained model through `vllm serve` (from the verl env): zero inference errors;
 # 3. lm-eval (vLLM backend) on 50 HellaSwag documents.
 # Interpreters (defaults: this checkout's venvs from scripts/install.sh and install-verl-env.sh --gpu):
-#   VERL_PYTHON  verl[vllm] env: training, `vllm serve`, lm-eval      (.venv-verl/bin/python)
+#   VERL_PYTHON  verl + vLLM env: training, `vllm serve`, lm-eval     (.venv-verl/bin/python)
 #   MAIN_PYTHON  bfcl-eval env: data preparation and BFCL scoring     (.venv/bin/python)
 # The model and HellaSwag are read from the Hub (or HF_HOME's cache) on this machine.
-# The GPU env is a CUDA 13 build (requirements/train-verl.lock: nvidia-cuda-runtime 13.0, nvidia-*-cu13):
-# it needs an NVIDIA driver >= 580. Step 0 checks the node's driver first (python -m
-# toolcall_repro.gpu_driver) and stops with one line saying what to do where it is older.
+# --cuda: the CUDA major of the GPU env, as the config's engines.cuda: 13 (default: requirements/train-verl.lock,
+# nvidia-cuda-runtime 13.0, an NVIDIA driver >= 580) or 12 (train-verl-cu12.lock, CUDA 12.8, driver >= 525;
+# .venv-verl from install-verl-env.sh --gpu --cuda 12). Step 0 checks the node's driver against that lock
+# first (python -m toolcall_repro.gpu_driver) and stops with one line saying what to do where it is older.
 # --dry-run prints every command instead of running it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,17 +21,26 @@ REPO=$PWD
 MODEL=Qwen/Qwen2.5-0.5B-Instruct
 OUT=results/gpu_smoke
 GPUS=1
+CUDA=13
 DRY=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) MODEL=${2:?--model needs a value}; shift 2 ;;
     --out) OUT=${2:?--out needs a value}; shift 2 ;;
     --gpus) GPUS=${2:?--gpus needs a value}; shift 2 ;;
+    --cuda) CUDA=${2:?--cuda needs a value}; shift 2 ;;
     --dry-run) DRY=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "gpu_smoke.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+# The lock of each CUDA major and the oldest driver it runs on (toolcall_repro.gpu_driver: MIN_DRIVER, the
+# lock's nvidia-cuda-runtime; tests/cluster/test_gpu_driver.py holds them equal)
+case "$CUDA" in
+  13) GPU_LOCK=train-verl MIN_DRIVER=580 ;;
+  12) GPU_LOCK=train-verl-cu12 MIN_DRIVER=525 ;;
+  *) echo "gpu_smoke.sh: --cuda must be 12 or 13 (engines.cuda), got $CUDA" >&2; exit 2 ;;
+esac
 VERL_PYTHON=${VERL_PYTHON:-$REPO/.venv-verl/bin/python}
 MAIN_PYTHON=${MAIN_PYTHON:-$REPO/.venv/bin/python}
 VLLM_BIN=${VLLM_BIN:-$(dirname "$VERL_PYTHON")/vllm}
@@ -38,7 +48,7 @@ export VERL_PYTHON VLLM_BIN
 export PYTHONPATH="$REPO/src${PYTHONPATH:+:$PYTHONPATH}"
 if [ "$DRY" = 0 ]; then
   for exe in "$VERL_PYTHON" "$MAIN_PYTHON" "$VLLM_BIN"; do
-    [ -x "$exe" ] || { echo "gpu_smoke.sh: $exe not found (scripts/install.sh, install-verl-env.sh --gpu)" >&2; exit 2; }
+    [ -x "$exe" ] || { echo "gpu_smoke.sh: $exe not found (scripts/install.sh, install-verl-env.sh --gpu --cuda $CUDA)" >&2; exit 2; }
   done
 fi
 
@@ -78,9 +88,16 @@ check() {  # a named check in Python (skipped, but printed, with --dry-run)
 }
 
 START=$(date +%s)
-echo "== 0. the NVIDIA driver (the GPU env is CUDA 13: driver >= 580), data and model"
+echo "== 0. the NVIDIA driver (the GPU env is CUDA $CUDA: driver >= $MIN_DRIVER, requirements/$GPU_LOCK.lock), data and model"
 # before anything downloads or starts: an old driver fails here in one line, not minutes into verl
-run "$MAIN_PYTHON" -m toolcall_repro.gpu_driver --lock "$REPO/requirements/train-verl.lock"
+run "$MAIN_PYTHON" -m toolcall_repro.gpu_driver --lock "$REPO/requirements/$GPU_LOCK.lock"
+# and the verl env is that lock's (a CUDA 13 venv on a 525-579 driver would fail only at the first CUDA call)
+check "$VERL_PYTHON" "$VERL_PYTHON was installed from requirements/$GPU_LOCK.lock" "
+import json, pathlib, sys
+marker = pathlib.Path(sys.prefix) / 'toolcall-repro-lock.json'
+env = json.loads(marker.read_text())['env'] if marker.exists() else 'no lock (no ' + marker.name + ')'
+assert env == '$GPU_LOCK', sys.prefix + ' holds ' + env + ': bash scripts/install-verl-env.sh --gpu --cuda $CUDA'
+"
 echo "   24 synthetic xLAM-schema rows (train/held-out), $MODEL"
 run mkdir -p "$DATA" "$OUT/logs"
 if [ -d "$MODEL" ]; then
@@ -166,7 +183,7 @@ BFCL_CONFIG="{\"bfcl\": {\"categories\": [\"simple_python\"], \"limit\": 5}, \"p
 run mkdir -p "$OUT/bfcl/raw"
 run "$VERL_PYTHON" "${STAGE[@]}" locate_vllm --out "vllm=$OUT/bfcl/vllm.json"
 run "$MAIN_PYTHON" "${STAGE[@]}" generate_bfcl --in "model=$TRAIN/final" --in "vllm=$OUT/bfcl/vllm.json" \
-  --config "$BFCL_CONFIG" --seed eval=0 --option threads=1 --option gpu_memory_utilization=0.8 --gpus 1 \
+  --config "$BFCL_CONFIG" --seed eval=0 --option threads=1 --option gpu_memory_utilization=0.8 --gpus 1 --cuda "$CUDA" \
   --out "results=$OUT/bfcl/raw/seed0"
 run "$MAIN_PYTHON" "${STAGE[@]}" score_bfcl --in "results=$OUT/bfcl/raw/seed0" \
   --config "{\"protocol\": $PROTOCOL}" --seed eval=0 --out "score=$OUT/bfcl/seed0.json"

@@ -8,7 +8,11 @@
 #                                            (torch 2.13.0+cpu: scripts/install-torch.sh, as in install.sh)
 #   bash scripts/install-verl-env.sh --gpu   a GPU node: verl's vLLM stack (paper-scale training, `vllm serve`,
 #                                            lm-eval): requirements/train-verl.lock, the lock that
-#                                            workflow/envs/train-verl.yaml installs too (same packages)
+#                                            workflow/envs/train-verl.yaml installs too (same packages);
+#                                            CUDA 13, an NVIDIA driver >= 580
+#   bash scripts/install-verl-env.sh --gpu --cuda 12   the same for a node whose driver is older than 580
+#                                            (525+; config engines.cuda: 12): requirements/train-verl-cu12.lock
+#                                            (torch 2.10.0 on CUDA 12.8, vLLM 0.19.1), as train-verl-cu12.yaml
 #   FLASH_ATTN=1 bash scripts/install-verl-env.sh --gpu   also compile flash-attn (CUDA toolkit, tens of
 #                                            minutes): the one package outside the locks (an sdist that builds
 #                                            against the installed torch), added with --no-deps
@@ -18,13 +22,32 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 VENV=${VERL_VENV:-.venv-verl}
-MODE=${1:-cpu}
 FLASH_ATTN_PIN=flash-attn==2.8.3
-case "$MODE" in
-  cpu) LOCK_ENV=verl-cpu ;;
-  --gpu) LOCK_ENV=train-verl ;;
+usage() {
+  echo "usage: $0 [--gpu [--cuda 13|12]]" >&2
+  exit 2
+}
+MODE=cpu
+CUDA=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    cpu | --gpu) MODE=$1 ;;
+    --cuda) [ $# -ge 2 ] || usage; CUDA=$2; shift ;;
+    *) usage ;;
+  esac
+  shift
+done
+# --cuda picks the CUDA major of the GPU lock (the config's engines.cuda); the CPU lock has none.
+case "$MODE:$CUDA" in
+  cpu:) LOCK_ENV=verl-cpu ;;
+  --gpu: | --gpu:13) LOCK_ENV=train-verl ;;
+  --gpu:12) LOCK_ENV=train-verl-cu12 ;;
+  cpu:*)
+    echo "install-verl-env.sh: --cuda $CUDA is for --gpu (the CPU venv has no CUDA build)" >&2
+    exit 2
+    ;;
   *)
-    echo "usage: $0 [--gpu]" >&2
+    echo "install-verl-env.sh: --cuda must be 13 or 12 (engines.cuda), got '$CUDA'" >&2
     exit 2
     ;;
 esac
@@ -50,4 +73,4 @@ fi
 if [ "$MODE" = --gpu ] && [ "${FLASH_ATTN:-0}" = 1 ]; then
   "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation "$FLASH_ATTN_PIN"
 fi
-"$VENV/bin/python" -c "import numpy, torch, verl, vllm, toolcall_repro; print('verl', verl.__version__, '| vllm', vllm.__version__, '| torch', torch.__version__, '| numpy', numpy.__version__, '| $VENV ready')"
+"$VENV/bin/python" -c "import numpy, torch, verl, vllm, toolcall_repro; print('verl', verl.__version__, '| vllm', vllm.__version__, '| torch', torch.__version__, '| cuda', torch.version.cuda, '| numpy', numpy.__version__, '| $VENV ready ($LOCK_ENV)')"

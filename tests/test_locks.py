@@ -33,7 +33,10 @@ TARGET = {"python_version": locks.PYTHON_VERSION, "python_full_version": f"{lock
           "implementation_name": "cpython", "platform_python_implementation": "CPython", "extra": ""}  # fmt: skip
 # Conda env file -> the lock it installs (the same lock as the venv of the same rules).
 ENV_FILE_LOCKS = {"cpu.yaml": "main", "train-verl.yaml": "train-verl", "eval-vllm.yaml": "eval-vllm",
-                  "eval-bfcl.yaml": "eval-bfcl"}  # fmt: skip
+                  "eval-bfcl.yaml": "eval-bfcl", "train-verl-cu12.yaml": "train-verl-cu12",
+                  "eval-vllm-cu12.yaml": "eval-vllm-cu12"}  # fmt: skip
+# engines.cuda -> the GPU locks of that CUDA major (toolcall_repro.gpu_driver.env_name: <env>, <env>-cu12).
+GPU_LOCKS = {13: ("train-verl", "eval-vllm"), 12: ("train-verl-cu12", "eval-vllm-cu12")}
 # The options a conda env file's pip section may carry besides its `-r` line.
 PIP_SECTION_OPTIONS = {"--require-hashes", "--extra-index-url https://download.pytorch.org/whl/cpu"}
 INSTALL_SCRIPTS = ["install.sh", "install-verl-env.sh", "install-from-lock.sh", "install-torch.sh"]
@@ -176,7 +179,15 @@ def env_file_problems(env_file: Path) -> list[str]:
 
 
 def test_every_environment_has_a_lock():
-    assert {"main", "verl-cpu", "train-verl", "eval-vllm", "eval-bfcl"} <= set(ENVS)
+    assert {
+        "main",
+        "verl-cpu",
+        "train-verl",
+        "eval-vllm",
+        "eval-bfcl",
+        "train-verl-cu12",
+        "eval-vllm-cu12",
+    } <= set(ENVS)
     assert sorted(p.stem for p in (REPO / "requirements").glob("*.lock")) == ENVS
 
 
@@ -211,6 +222,7 @@ def test_torch_builds():
     torch = {env: lock_entries(env)["torch"][0] for env in ENVS}
     assert torch["main"] == torch["verl-cpu"] == "2.13.0+cpu", torch
     assert {torch[e] for e in ("train-verl", "eval-vllm", "eval-bfcl")} == {"2.11.0"}, torch
+    assert {torch[e] for e in GPU_LOCKS[12]} == {"2.10.0"}, torch  # vLLM 0.19.1's pin, CUDA 12.8 wheels
     # the hash of the one +cpu wheel is that of the file this machine's pip installs
     local = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
     if local.exists():
@@ -235,6 +247,47 @@ def test_gpu_stacks_agree_and_numpy_camps_stay_apart():
         assert "flash-attn" not in p, f"{env}: flash-attn is an sdist built after torch, never in a lock"
     for package in ("lm-eval", "datasets"):
         assert pins["main"][package] == pins["eval-vllm"][package], package
+    # the CUDA 12 twins: one stack between them too, with the CUDA 13 locks' verl and transformers
+    assert pins["train-verl-cu12"]["vllm"] == "0.19.1"
+    assert [pins["eval-vllm-cu12"][k] for k in stack] == [pins["train-verl-cu12"][k] for k in stack]
+    assert pins["train-verl-cu12"]["verl"] == pins["train-verl"]["verl"] == "0.9.1"
+    assert pins["train-verl-cu12"]["transformers"] == pins["train-verl"]["transformers"]
+
+
+def cuda_problems(env: str, major: int) -> list[str]:
+    """A GPU lock is one CUDA major's: its nvidia-cuda-runtime pin is `major`.x, and no package is built for
+    another major (the nvidia-*-cuNN wheels, cuda-toolkit and cuda-bindings of another major)."""
+    pins, problems = {k: v for k, (v, _) in lock_entries(env).items()}, []
+    runtimes = {k: v for k, v in pins.items() if re.fullmatch(r"nvidia-cuda-runtime(-cu\d+)?", k)}
+    if [v.split(".")[0] for v in runtimes.values()] != [str(major)]:
+        problems.append(f"{env}: nvidia-cuda-runtime pins {runtimes}, not one {major}.x")
+    for name, version in sorted(pins.items()):
+        suffix = re.search(r"-cu(\d+)$", name)
+        if suffix and int(suffix[1]) != major:
+            problems.append(f"{env}: {name}=={version} is a CUDA {suffix[1]} build")
+        if name in ("cuda-toolkit", "cuda-bindings", "cuda-python") and int(version.split(".")[0]) != major:
+            problems.append(f"{env}: {name}=={version} is CUDA {version.split('.')[0]}")
+    return problems
+
+
+@pytest.mark.parametrize(("env", "major"), [(e, m) for m, envs in GPU_LOCKS.items() for e in envs])
+def test_each_gpu_lock_is_one_cuda_majors(env, major):
+    """engines.cuda: 12 is for drivers older than 580: one CUDA 13 package in its locks would not start."""
+    from toolcall_repro import gpu_driver
+
+    assert cuda_problems(env, major) == []
+    assert gpu_driver.lock_cuda_major(locks.lock_path(env)) == major
+    assert gpu_driver.env_name(GPU_LOCKS[13][GPU_LOCKS[major].index(env)], major) == env
+
+
+def test_a_cuda_13_package_in_a_cuda_12_lock_is_found(copy):
+    lock = copy / "requirements" / "train-verl-cu12.lock"
+    edit(lock, "nvidia-nccl-cu12==2.27.5 \\", "nvidia-nccl-cu13==2.28.9 \\")
+    assert cuda_problems("train-verl-cu12", 12) == [
+        "train-verl-cu12: nvidia-nccl-cu13==2.28.9 is a CUDA 13 build"
+    ]
+    edit(lock, "nvidia-cuda-runtime-cu12==12.8.90", "nvidia-cuda-runtime-cu12==13.0.96")
+    assert any("nvidia-cuda-runtime pins" in p for p in cuda_problems("train-verl-cu12", 12))
 
 
 @pytest.mark.parametrize("script", INSTALL_SCRIPTS)
@@ -245,8 +298,9 @@ def test_install_scripts_install_only_from_locks(script):
 def test_install_scripts_use_the_locks_they_should():
     text = {s: (REPO / "scripts" / s).read_text() for s in INSTALL_SCRIPTS}
     assert "install-from-lock.sh .venv/bin/python main" in text["install.sh"]
-    assert re.search(r"^\s*cpu\) LOCK_ENV=verl-cpu", text["install-verl-env.sh"], re.M)
-    assert re.search(r"^\s*--gpu\) LOCK_ENV=train-verl", text["install-verl-env.sh"], re.M)
+    assert re.search(r"^\s*cpu:\) LOCK_ENV=verl-cpu ;;", text["install-verl-env.sh"], re.M)
+    assert re.search(r"^\s*--gpu: \| --gpu:13\) LOCK_ENV=train-verl ;;", text["install-verl-env.sh"], re.M)
+    assert re.search(r"^\s*--gpu:12\) LOCK_ENV=train-verl-cu12 ;;", text["install-verl-env.sh"], re.M)
     # the lock install: hash-checked, no dependency resolution; the package: no resolution, no build env
     install = text["install-from-lock.sh"]
     # the wheels (entries of several files) binary only, then the one-file entries built without isolation
@@ -322,6 +376,24 @@ def test_an_edited_pin_makes_the_lock_stale_and_disagree(copy):
         "numpy==1.26.3 is declared, the lock has numpy==1.26.4" in p for p in declared_problems("eval-bfcl")
     )
     assert stale_problems("main") == []  # other locks stay current
+
+
+def test_an_edited_pin_of_a_cuda_12_lock_makes_it_stale_and_only_it(copy):
+    edit(copy / "requirements" / "train-verl-cu12.in", "\nvllm==0.19.1", "\nvllm==0.19.0")
+    assert stale_problems("train-verl-cu12")
+    assert any(
+        "vllm==0.19.0 is declared, the lock has vllm==0.19.1" in p
+        for p in declared_problems("train-verl-cu12")
+    )
+    assert stale_problems("train-verl") == stale_problems("eval-vllm-cu12") == []
+    assert any("train-verl-cu12.lock is stale" in p for p in locks.stale())
+
+
+def test_a_cuda_12_env_file_with_another_lock_line_is_found(copy):
+    edit(copy / "workflow" / "envs" / "eval-vllm-cu12.yaml", "-r ../../requirements/eval-vllm-cu12.lock",
+         "-r ../../requirements/eval-vllm.lock")  # fmt: skip
+    problems = env_file_problems(copy / "workflow" / "envs" / "eval-vllm-cu12.yaml")
+    assert any("does not install ../../requirements/eval-vllm-cu12.lock exactly once" in p for p in problems)
 
 
 def test_an_edited_pyproject_dependency_makes_the_locks_that_name_it_stale(copy):
@@ -407,6 +479,14 @@ def test_env_file_drift_is_found(copy):
     edit(envs / "eval-vllm.yaml", "requirements/eval-vllm.lock\n", "requirements/eval-bfcl.lock\n")
     assert any("pinned to 24" in p for p in env_file_problems(envs / "train-verl.yaml"))
     (envs / "train-verl.post-deploy.sh").unlink()
+    # the CUDA 12 twins, copied from the CUDA 13 files and left half-edited: the package installed against
+    # the CUDA 13 lock's marker; the lock line (its sha256 right) of the CUDA 13 lock
+    edit(envs / "train-verl-cu12.post-deploy.sh", "python train-verl-cu12\n", "python train-verl\n")
+    cu13_line = (
+        f"# lock: requirements/eval-vllm.lock sha256={locks.file_sha256(locks.lock_path('eval-vllm'))}"
+    )
+    edit(envs / "eval-vllm-cu12.yaml", locks.ENV_FILE_LOCK.search((envs / "eval-vllm-cu12.yaml").read_text())[0],
+         cu13_line)  # fmt: skip
     for name in ENV_FILE_LOCKS:
         assert env_file_problems(envs / name), name
     assert locks.stale() == []

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from toolcall_repro.experiment import Experiment
-from toolcall_repro.plan import Job, format_plan, gpu_jobs_plan, parse_dryrun, training_plan
+from toolcall_repro.plan import Job, bfcl_vllm, format_plan, gpu_jobs_plan, parse_dryrun, training_plan
 
 RUN = {"batch_size": 256, "n": 16, "epochs": 4, "downsample": {"m": 8}, "filter": {"k": 1}}
 
@@ -74,3 +74,16 @@ def test_dryrun_blocks_and_multi_node_gpus():
     # the driver the GPU locks need, said before the bill (gpu_driver); no GPU job, no line
     assert "Driver: the GPU envs are CUDA 13 builds" in text and "NVIDIA driver >= 580" in text
     assert gpu_jobs_plan([jobs[1]], Experiment(config))["gpu_driver"] is None
+    # engines.cuda: 12 (drivers older than 580): the plan names CUDA 12, its lock and its minimum driver
+    config["engines"]["cuda"] = 12
+    cu12 = format_plan(gpu_jobs_plan(jobs, Experiment(config), retries=1))
+    assert "Driver: the GPU envs are CUDA 12 builds (requirements/train-verl-cu12.lock" in cu12
+    assert "NVIDIA driver >= 525" in cu12 and ">= 580" not in cu12
+
+
+def test_bfcl_serves_with_the_vllm_of_the_chosen_cuda_majors_env_under_conda():
+    locate = [Job(rule="locate_vllm")]
+    conda = {"software-deployment-method": "conda"}
+    assert bfcl_vllm(locate, conda)["vllm"] == "the vllm of workflow/envs/eval-vllm.yaml"
+    assert bfcl_vllm(locate, conda, cuda=12)["vllm"] == "the vllm of workflow/envs/eval-vllm-cu12.yaml"
+    assert bfcl_vllm([], conda, cuda=12) is None

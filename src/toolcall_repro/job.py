@@ -14,7 +14,8 @@ that reads input or output is "derived" and not recorded). `params.files` (`FILE
      "config": {...},                 # the config subtree the stage reads (and the manifest records)
      "seeds": {"train": 0},           # every seed the job uses
      "options": {"threads": 1},       # what is not config: thread counts, backends, launcher paths
-     "gpus": 0}                       # GPUs the job holds (the manifest's device seconds)
+     "gpus": 0,                       # GPUs the job holds (the manifest's device seconds)
+     "cuda": 13}                      # the GPU envs' CUDA major (engines.cuda): a GPU job's driver check
 
 The entry imports the stage's function, calls it with a `Job` (the stage reads typed values from it; no
 argv is rebuilt on the way), checks that every declared output exists, then writes the manifest from
@@ -91,6 +92,7 @@ class Job:
     seeds: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
     gpus: int = 0
+    cuda: int | None = None  # engines.cuda (params.files); None: gpu_driver's default (a spec made by hand)
 
     @classmethod
     def from_json(cls, text: str, files: str | None = None) -> Job:
@@ -194,9 +196,12 @@ def job_param(stage, *, cpu_capability, config=None, seeds=None, gpus=None, twin
     return spec
 
 
-def files_param(wildcards, input, output, resources):
+def files_param(wildcards, input, output, resources, cuda=None):
     """A rule's params.files: its own named input and output, every path (named or not), the GPUs it
-    holds (resources.gpu)."""
+    holds (resources.gpu), and the CUDA major of the GPU envs (engines.cuda; common.smk's job_files passes
+    it), which a GPU job checks the node's driver against. It travels here and not in params.job because
+    Snakemake records no param that reads input, output or resources for its rerun trigger: choosing
+    engines.cuda then reruns only the jobs whose env it changes (the software-env trigger), not all."""
     from toolcall_repro.io import compact_json
 
     def named(files):
@@ -208,6 +213,8 @@ def files_param(wildcards, input, output, resources):
         "files": {"input": list(input), "output": list(output)},
         "gpus": int(resources.get("gpu", 0) or 0),
     }
+    if cuda is not None:
+        out["cuda"] = int(cuda)
     return compact_json(out)
 
 
@@ -224,12 +231,13 @@ def cpu_seconds() -> float:
 
 
 def _driver_ok(job: Job) -> bool:
-    """A GPU job first asks the node's NVIDIA driver whether it runs the GPU locks' CUDA (gpu_driver):
-    too old, or unreadable, fails the job here in one line, not at the first CUDA call minutes in. Where
-    there is no nvidia-smi at all (the paper path on a CPU, train.verl.device: cpu) nothing is checked."""
-    from toolcall_repro.gpu_driver import check
+    """A GPU job first asks the node's NVIDIA driver whether it runs the CUDA of the GPU locks the config
+    chose (engines.cuda, job.cuda; gpu_driver): too old, or unreadable, fails the job here in one line, not
+    at the first CUDA call minutes in. Where there is no nvidia-smi at all (the paper path on a CPU,
+    train.verl.device: cpu) nothing is checked."""
+    from toolcall_repro.gpu_driver import CUDA_MAJOR, check
 
-    code, line = check()
+    code, line = check(cuda=CUDA_MAJOR if job.cuda is None else job.cuda)
     if code == 1:
         print(f"{job.rule}: {line}", file=sys.stderr)
         return False
@@ -313,7 +321,9 @@ def _option_value(text: str) -> object:
         return text
 
 
-def hand_job(stage: str, *, inputs=None, outputs=None, config=None, seeds=None, options=None, gpus=0) -> Job:
+def hand_job(
+    stage: str, *, inputs=None, outputs=None, config=None, seeds=None, options=None, gpus=0, cuda=None
+) -> Job:
     """The job a rule of this stage would run, from NAME=VALUE lists (the stage CLI): a name given twice is
     a list of paths; config is inline JSON or a JSON/YAML file; an option is JSON or text. With no
     output named `manifest`, no manifest is written."""
@@ -345,11 +355,14 @@ def hand_job(stage: str, *, inputs=None, outputs=None, config=None, seeds=None, 
         seeds=seed_values,
         options={k: _option_value(v[-1]) for k, v in _pairs(options, "--option").items()},
         gpus=int(gpus),
+        cuda=cuda,
     )
 
 
 def stage_parser():
     import argparse
+
+    from toolcall_repro.gpu_driver import CUDA_CHOICES, CUDA_MAJOR
 
     p = argparse.ArgumentParser(
         prog="toolcall-repro stage",
@@ -365,6 +378,8 @@ def stage_parser():
     p.add_argument("--seed", dest="seeds", action="append", metavar="NAME=INT")
     p.add_argument("--option", dest="options", action="append", metavar="NAME=VALUE")
     p.add_argument("--gpus", type=int, default=0, help="GPUs the job holds (the manifest's device seconds)")
+    p.add_argument("--cuda", type=int, choices=CUDA_CHOICES, help="engines.cuda: the CUDA major whose lock a GPU "
+                   f"job checks the node's driver against (default {CUDA_MAJOR})")  # fmt: skip
     p.add_argument("--describe", action="store_true", help="print what the stage reads, run nothing")
     return p
 
@@ -376,7 +391,7 @@ def job_from_argv(argv: list[str]) -> Job:
 
 def _job_from_args(args) -> Job:
     return hand_job(args.stage, inputs=args.inputs, outputs=args.outputs, config=args.config,
-                    seeds=args.seeds, options=args.options, gpus=args.gpus)  # fmt: skip
+                    seeds=args.seeds, options=args.options, gpus=args.gpus, cuda=args.cuda)  # fmt: skip
 
 
 def stage_main(argv: list[str] | None = None) -> int:

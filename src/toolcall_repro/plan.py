@@ -208,9 +208,15 @@ def gpu_jobs_plan(jobs: list[Job], exp: Experiment, retries: int = 0, root: Path
         "retries": retries,
         "max_gpu_hours": sum(e["max_gpu_hours"] for e in planned),
         "train_rows": {k: {"rows": v[0], "from": v[1]} for k, v in rows.items()},
-        # what the GPU nodes' driver must be for the GPU locks' CUDA (gpu_driver), said before the bill
-        "gpu_driver": gpu_driver.requirement() if planned else None,
+        # what the GPU nodes' driver must be for the CUDA of the GPU locks engines.cuda chose (gpu_driver),
+        # said before the bill
+        "gpu_driver": gpu_driver.requirement(cuda_major(exp.config)) if planned else None,
     }
+
+
+def cuda_major(config: dict) -> int:
+    """The CUDA major of the GPU envs a config chose (engines.cuda; the schema holds it to CUDA_CHOICES)."""
+    return int((config.get("engines") or {}).get("cuda", gpu_driver.CUDA_MAJOR))
 
 
 def site_settings(profile_cfg: dict) -> dict:
@@ -306,16 +312,18 @@ def deploys_conda(profile_cfg: dict) -> bool:
     return False
 
 
-def bfcl_vllm(jobs: list[Job], profile_cfg: dict) -> dict | None:
+def bfcl_vllm(jobs: list[Job], profile_cfg: dict, cuda: int = gpu_driver.CUDA_MAJOR) -> dict | None:
     """Where the `vllm` that generate_bfcl serves with will come from (None when no job serves with vLLM).
 
-    locate_vllm, a local job, finds it: in workflow/envs/eval-vllm.yaml when the profile deploys conda,
-    else in this host's environment, as here (VLLM_BIN, VERL_PYTHON, PATH). Raises VLLMNotFound.
+    locate_vllm, a local job, finds it: in workflow/envs/eval-vllm.yaml (eval-vllm-cu12.yaml with
+    engines.cuda: 12) when the profile deploys conda, else in this host's environment, as here (VLLM_BIN,
+    VERL_PYTHON, PATH). Raises VLLMNotFound.
     """
     if not any(j.rule == "locate_vllm" for j in jobs):
         return None
     if deploys_conda(profile_cfg):
-        return {"vllm": "the vllm of workflow/envs/eval-vllm.yaml", "found_by": "the profile deploys conda envs"}
+        env_file = f"workflow/envs/{gpu_driver.env_name('eval-vllm', cuda)}.yaml"
+        return {"vllm": f"the vllm of {env_file}", "found_by": "the profile deploys conda envs"}
     path, source = find_vllm()
     return {"vllm": path, "found_by": f"found by {source}; the profile deploys no env"}
 
@@ -372,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     plan["over_time_limit"] = {rule: {"jobs": n, "runtime_min": m} for rule, (n, m) in sorted(over.items())}
     problem = None
     try:
-        plan["bfcl_vllm"] = bfcl_vllm(jobs, profile_cfg)
+        plan["bfcl_vllm"] = bfcl_vllm(jobs, profile_cfg, cuda_major(config))
     except VLLMNotFound as exc:
         problem = f"generate_bfcl will find no `vllm` to serve with: {exc}"
     print(json.dumps(plan, indent=2) if a.json else format_plan(plan))

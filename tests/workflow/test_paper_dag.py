@@ -107,7 +107,8 @@ def test_generate_bfcl_serves_with_the_vllm_that_locate_vllm_finds_in_the_vllm_e
     assert bfcl and all(set(locate.outputs) & set(j.inputs) for j in bfcl)
     assert "locate_vllm" in local_rules() and not upstream(locate, by_output)  # first, on the submit host
     rule = re.search(r"^rule locate_vllm:\n(?:    .*\n|\n)*", (REPO / "workflow/rules/evaluate.smk").read_text(), re.M)
-    assert re.search(r'conda:\n\s+"../envs/eval-vllm.yaml"\n', rule[0])
+    # eval-vllm.yaml, or its CUDA 12 twin (engines.cuda; tests/workflow/test_cuda_envs.py reads both)
+    assert re.search(r'conda:\n\s+gpu_env\("eval-vllm"\)\n', rule[0])
     # and a hung `vllm serve` fails the job after evaluate.bfcl.server_timeout_s instead of holding the GPU
     assert {j.run_config["bfcl"]["server_timeout_s"] for j in bfcl} == {1800}
 

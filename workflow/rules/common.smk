@@ -4,6 +4,7 @@ import yaml
 
 from toolcall_repro.archive import code_tag
 from toolcall_repro.experiment import SOURCES, Experiment
+from toolcall_repro.gpu_driver import CUDA_MAJOR, env_name
 from toolcall_repro.job import files_param, job_param
 from toolcall_repro.preflight import check_config
 from toolcall_repro.provenance import config_hash
@@ -33,6 +34,9 @@ THREADS = config["engines"]["threads"]
 WARMSTART_THREADS = config["engines"].get("warmstart_threads", THREADS)
 # Every job's CPU kernels (torch, MKL, oneDNN), set by the job entry before torch loads: toolcall_repro.machine.
 CPU_CAPABILITY = config["engines"]["cpu_capability"]
+# The CUDA major of the GPU envs (engines.cuda, default 13): 12 swaps train-verl and eval-vllm for their
+# CUDA 12 twins (*-cu12.yaml), for GPU nodes whose NVIDIA driver is older than 580 (docs/cluster.md).
+CUDA = config["engines"].get("cuda", CUDA_MAJOR)
 VERL = EXP.verl()  # train.verl; a training job's resources: EXP.train_resources()
 # The run's archive, named for the code commit and the config (EXP.archive), and the `efficiency` target's
 # own (it builds no tables, so the whole run's archive is not its end).
@@ -62,10 +66,17 @@ def subtree(*keys):
     return node
 
 
+def job_files(wildcards, input, output, resources):
+    """params.files (toolcall_repro.job.files_param) with engines.cuda, for a GPU job's driver check: a
+    function of input, output and resources, so no rerun trigger records it (files_param says why).
+    """
+    return files_param(wildcards, input, output, resources, cuda=CUDA)
+
+
 def job(stage, **spec):
-    """A rule's params: files (files_param) and job (toolcall_repro.job.job_param)."""
+    """A rule's params: files (job_files) and job (toolcall_repro.job.job_param)."""
     return {
-        "files": files_param,
+        "files": job_files,
         "job": job_param(stage, cpu_capability=CPU_CAPABILITY, **spec),
     }
 
@@ -74,9 +85,15 @@ def job(stage, **spec):
 JOB = "python -m toolcall_repro.job {params.job:q} {params.files:q} > {log} 2>&1"
 
 
+def gpu_env(name):
+    """The env file of `name` built for engines.cuda: train-verl and eval-vllm have a CUDA 12 twin."""
+    return f"../envs/{env_name(name, CUDA)}.yaml"
+
+
 def env(paper_env):
-    """A rule's software environment: its own at paper scale, the CPU environment on the embedded default."""
-    return f"../envs/{paper_env}.yaml" if PAPER_SCALE else "../envs/cpu.yaml"
+    """A rule's software environment: its own at paper scale (the build of engines.cuda), the CPU
+    environment on the embedded default."""
+    return gpu_env(paper_env) if PAPER_SCALE else "../envs/cpu.yaml"
 
 
 def stage_resources(stage, **defaults):

@@ -12,7 +12,8 @@ localrules:
 
 
 # BFCL's env cannot hold vLLM (numpy), so generate_bfcl serves with the vLLM env's `vllm`: locate_vllm runs
-# inside eval-vllm.yaml (deployed by --sdm conda; else VLLM_BIN / VERL_PYTHON) and records where it is.
+# inside eval-vllm.yaml, or its CUDA 12 twin with engines.cuda: 12 (deployed by --sdm conda; else VLLM_BIN /
+# VERL_PYTHON) and records where it is.
 # A rule of its own, not the frame: tests/workflow/test_paper_dag.py reads its conda env from this block.
 rule locate_vllm:
     output:
@@ -23,7 +24,7 @@ rule locate_vllm:
     benchmark:
         LAYOUT.benchmark("locate_vllm")
     conda:
-        "../envs/eval-vllm.yaml"
+        gpu_env("eval-vllm")
     threads: 1
     resources:
         gpu=0,

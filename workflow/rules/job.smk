@@ -13,6 +13,6 @@ rule job_frame:
     resources:
         gpu=0,
     params:
-        files=files_param,
+        files=job_files,
     shell:
         JOB

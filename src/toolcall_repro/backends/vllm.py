@@ -88,7 +88,8 @@ class VLLMBackend(GenerationBackend):
             import vllm
         except ImportError as exc:
             raise RuntimeError(
-                "the vllm backend needs vLLM 0.24.0 and a GPU: run it in workflow/envs/eval-vllm.yaml, or "
+                "the vllm backend needs vLLM and a GPU: run it in workflow/envs/eval-vllm.yaml (vLLM 0.24.0; "
+                "eval-vllm-cu12.yaml, vLLM 0.19.1, with engines.cuda: 12), or "
                 "pip install 'toolcall-repro[gpu]' into an env without the eval extra (vLLM needs numpy>=2, "
                 "bfcl-eval pins numpy 1.26.4)"
             ) from exc
