@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, the main environment's tests (workflow tests included), then the verl
-# environment's CPU tests. Exits non-zero on the first failing part.
+# The whole test suite: lint, the main environment's tests (workflow tests included; tests/cluster in a
+# second process beside the rest), then the verl environment's CPU tests. Exits non-zero on the first
+# failing part.
 # Workflow tests run in working directories of their own: a completed `make run` in this work tree
 # changes no result, and no test writes into results/ or .snakemake/ here. A test that lacks a fixture
 # from outside the repository (ACEBench data, Chromium) skips, saying why in one line;
@@ -17,5 +18,23 @@ if [[ ${1:-} == fast ]]; then
   exec .venv/bin/python -m pytest -q -m "not workflow and not slow and not verl" --durations=10 tests
 fi
 .venv/bin/ruff check src tests benchmarks scripts
-.venv/bin/python -m pytest -q -m "not verl" --durations=15 tests
+# tests/cluster (a local SLURM; on it the toy paper run, ~40 min, most of it jobs that keep one core busy)
+# runs in a pytest process of its own beside the rest of the main suite (~20 min, mostly one core): on 2
+# cores the two take about as long as the cluster part alone, not the sum. Its own process because its
+# local SLURM is one per machine (scripts/local_slurm.sh); its output follows the main suite's. An
+# interrupt reaches it as SIGINT, so its fixtures stop the daemons.
+cluster_log=$(mktemp "${TMPDIR:-/tmp}/toolcall-test-cluster.XXXXXX")
+.venv/bin/python -m pytest -q -m "not verl" --durations=10 -p no:cacheprovider tests/cluster \
+  > "$cluster_log" 2>&1 &
+cluster=$!
+trap 'kill -INT "$cluster" 2>/dev/null; wait "$cluster"; rm -f "$cluster_log"; exit 130' INT TERM
+main_rc=0
+.venv/bin/python -m pytest -q -m "not verl" --durations=15 --ignore=tests/cluster tests || main_rc=$?
+cluster_rc=0
+wait "$cluster" || cluster_rc=$?
+trap - INT TERM
+echo "--- tests/cluster (beside the main suite), rc $cluster_rc ---"
+cat "$cluster_log"
+rm -f "$cluster_log"
+[ "$main_rc" = 0 ] && [ "$cluster_rc" = 0 ] || exit 1
 .venv-verl/bin/python -m pytest -q -m verl tests/engines/verl -p no:cacheprovider
