@@ -198,6 +198,13 @@ class Experiment:
         """`engines.training: verl`: the run that takes cluster time (its own envs, pinned inputs)."""
         return self.config["engines"]["training"] == "verl"
 
+    @property
+    def cuda(self) -> int:
+        """engines.cuda: the CUDA major of the GPU envs (the schema holds it to gpu_driver.CUDA_CHOICES)."""
+        from toolcall_repro.gpu_driver import CUDA_MAJOR
+
+        return int(self.config["engines"].get("cuda", CUDA_MAJOR))
+
     # --- data ---------------------------------------------------------------------------------------
 
     def raw_source(self, source: str) -> str:

@@ -210,13 +210,8 @@ def gpu_jobs_plan(jobs: list[Job], exp: Experiment, retries: int = 0, root: Path
         "train_rows": {k: {"rows": v[0], "from": v[1]} for k, v in rows.items()},
         # what the GPU nodes' driver must be for the CUDA of the GPU locks engines.cuda chose (gpu_driver),
         # said before the bill
-        "gpu_driver": gpu_driver.requirement(cuda_major(exp.config)) if planned else None,
+        "gpu_driver": gpu_driver.requirement(exp.cuda) if planned else None,
     }
-
-
-def cuda_major(config: dict) -> int:
-    """The CUDA major of the GPU envs a config chose (engines.cuda; the schema holds it to CUDA_CHOICES)."""
-    return int((config.get("engines") or {}).get("cuda", gpu_driver.CUDA_MAJOR))
 
 
 def site_settings(profile_cfg: dict) -> dict:
@@ -373,14 +368,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"toolcall-repro plan: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
     jobs = parse_dryrun(text)
-    plan = gpu_jobs_plan(jobs, Experiment(config), retries=int(profile_cfg.get("retries", 0)))
+    exp = Experiment(config)
+    plan = gpu_jobs_plan(jobs, exp, retries=int(profile_cfg.get("retries", 0)))
     max_runtime = site_settings(profile_cfg).get("max_runtime")
     over = over_time_limit(jobs, max_runtime)
     plan["site_max_runtime_min"] = max_runtime
     plan["over_time_limit"] = {rule: {"jobs": n, "runtime_min": m} for rule, (n, m) in sorted(over.items())}
     problem = None
     try:
-        plan["bfcl_vllm"] = bfcl_vllm(jobs, profile_cfg, cuda_major(config))
+        plan["bfcl_vllm"] = bfcl_vllm(jobs, profile_cfg, exp.cuda)
     except VLLMNotFound as exc:
         problem = f"generate_bfcl will find no `vllm` to serve with: {exc}"
     print(json.dumps(plan, indent=2) if a.json else format_plan(plan))

@@ -4,7 +4,7 @@ import yaml
 
 from toolcall_repro.archive import code_tag
 from toolcall_repro.experiment import SOURCES, Experiment
-from toolcall_repro.gpu_driver import CUDA_MAJOR, env_name
+from toolcall_repro.gpu_driver import env_name
 from toolcall_repro.job import files_param, job_param
 from toolcall_repro.preflight import check_config
 from toolcall_repro.provenance import config_hash
@@ -36,7 +36,7 @@ WARMSTART_THREADS = config["engines"].get("warmstart_threads", THREADS)
 CPU_CAPABILITY = config["engines"]["cpu_capability"]
 # The CUDA major of the GPU envs (engines.cuda, default 13): 12 swaps train-verl and eval-vllm for their
 # CUDA 12 twins (*-cu12.yaml), for GPU nodes whose NVIDIA driver is older than 580 (docs/cluster.md).
-CUDA = config["engines"].get("cuda", CUDA_MAJOR)
+CUDA = EXP.cuda
 VERL = EXP.verl()  # train.verl; a training job's resources: EXP.train_resources()
 # The run's archive, named for the code commit and the config (EXP.archive), and the `efficiency` target's
 # own (it builds no tables, so the whole run's archive is not its end).
