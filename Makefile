@@ -44,7 +44,8 @@ test: install install-verl
 	bash scripts/test.sh
 
 # The fast loop: the unit tests of .venv (after `make install`), without the workflow, end-to-end, toy paper,
-# slow and verl tests: pytest -m "not workflow and not slow and not verl" (scripts/test.sh fast).
+# slow and verl tests: pytest -m "not workflow and not slow and not verl" (scripts/test.sh fast), on every core
+# (pytest-xdist; TEST_WORKERS=N sets the number of worker processes).
 test-fast:
 	bash scripts/test.sh fast
 

@@ -9,13 +9,16 @@
 # absent, tests/engines/verl is not collected (tests/conftest.py); the last line runs it in .venv-verl.
 # `scripts/test.sh fast` (make test-fast): the main environment's unit tests alone: no lint, and none of the
 # tests marked workflow (Snakemake CLI, scripts, fresh venvs; e2e and paper_cpu among them), slow or verl
-# (markers: pyproject.toml, tests/conftest.py).
+# (markers: pyproject.toml, tests/conftest.py), on every core: pytest-xdist, TEST_WORKERS processes (default
+# `auto`, one per CPU), each test handed to whichever worker is free (--dist worksteal: a few 5-7 s tests
+# otherwise leave one worker idle at the end). Each worker collects the suite itself (~20 s here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export BFCL_PROJECT_ROOT=${BFCL_PROJECT_ROOT:-$PWD/.bfcl}
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 if [[ ${1:-} == fast ]]; then
-  exec .venv/bin/python -m pytest -q -m "not workflow and not slow and not verl" --durations=10 tests
+  exec .venv/bin/python -m pytest -q -n "${TEST_WORKERS:-auto}" --dist worksteal \
+    -m "not workflow and not slow and not verl" --durations=10 tests
 fi
 .venv/bin/ruff check src tests benchmarks scripts
 # tests/cluster (a local SLURM; on it the toy paper run, ~40 min, most of it jobs that keep one core busy)
