@@ -23,6 +23,8 @@ use rule job_frame as filter_single_turn with:
         LAYOUT.log("filter_single_turn"),
     benchmark:
         LAYOUT.benchmark("filter_single_turn")
+    # The trainings wait on the filters: they go first too (train.smk).
+    priority: 1
     conda:
         env("eval-vllm")
     threads: THREADS

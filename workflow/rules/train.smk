@@ -18,6 +18,9 @@ use rule job_frame as train_grpo with:
         LAYOUT.log("train_grpo", "{dataset}", "{variant}"),
     benchmark:
         LAYOUT.benchmark("train_grpo", "{dataset}", "{variant}")
+    # The longest jobs, and the last: started as soon as their data exist, so that the run ends on short
+    # jobs on every core rather than on one training with the other cores idle (scheduling only).
+    priority: 2
     conda:
         env("train-verl")
     threads: THREADS
