@@ -11,6 +11,7 @@ import copy
 import hashlib
 import os
 import shutil
+import sys
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -74,6 +75,28 @@ def data_fingerprint(categories: list[str]) -> dict:
     return {"sha256": combined, "files": shas}
 
 
+def portable_traceback(exc: BaseException, limit: int = 10) -> str:
+    """`exc`'s traceback as a result file keeps it: each frame's file relative to the import root it was
+    loaded from (toolcall_repro/..., bfcl_eval/...) and its function, no line numbers; then the exception.
+
+    The same failure gives the same bytes wherever the checkout and the venv are, and after an edit that
+    only moves lines (bfcl generate writes traceback.format_exc(), absolute paths and line numbers
+    included: two clones of one commit wrote different result files). The job log has the full one.
+    """
+    roots = sorted({os.path.abspath(p) for p in sys.path if p}, key=len, reverse=True)
+
+    def relative(filename: str) -> str:
+        path = os.path.abspath(filename)
+        root = next((r for r in roots if path.startswith(r + os.sep)), None)
+        return Path(os.path.relpath(path, root)).as_posix() if root else Path(path).name
+
+    frames = [
+        f"  {relative(f.filename)}, in {f.name}" for f in traceback.extract_tb(exc.__traceback__, limit)
+    ]
+    head = "Traceback (most recent call last; files relative to their import root, no line numbers):"
+    return "\n".join([head, *frames, *traceback.format_exception_only(exc)]).rstrip("\n")
+
+
 def _infer(handler: ProtocolQwenHandler, entry: dict, log: Callable) -> tuple[dict, bool]:
     try:
         result, metadata_ = handler.inference(
@@ -82,9 +105,9 @@ def _infer(handler: ProtocolQwenHandler, entry: dict, log: Callable) -> tuple[di
         failed = False
     except Exception as e:  # noqa: BLE001 - recorded in the result file and counted, as bfcl generate does
         result = f"{INFERENCE_ERROR_PREFIX}: {e}"
-        metadata_ = {"traceback": traceback.format_exc(limit=10)}
+        metadata_ = {"traceback": portable_traceback(e)}
         failed = True
-        log(f"inference error on {entry['id']}: {e}")
+        log(f"inference error on {entry['id']}: {e}\n{traceback.format_exc(limit=10)}")
     finally:
         forget_instances(entry["id"])
     return {"id": entry["id"], "result": result, **metadata_}, failed
