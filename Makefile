@@ -1,5 +1,5 @@
 # The two entry points of the README. Both install what they need first (idempotent).
-.PHONY: install install-verl lock run evidence test test-fast lint reference
+.PHONY: install install-verl lock run evidence evidence-unit test test-fast lint reference
 
 install:
 	bash scripts/install.sh
@@ -38,6 +38,11 @@ EVIDENCE_FIRST = $(foreach v,vanilla efficient,results/evidence/train/multi_turn
 	$(foreach k,1 2 3 4,results/evidence/train/multi_turn/$(v)/seed$(k)/summary.json))
 evidence: install
 	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/snakemake efficiency --cores 2 --rerun-incomplete --prioritize $(EVIDENCE_FIRST) --configfile config/evidence.yaml
+
+# One seed-pair unit of the evidence (docs/efficiency.md, "Pre-registration 3"): the first pre-registered unit not
+# committed under docs/evidence/units/, from this machine's own upstream, checked and put in place; then commit it.
+evidence-unit: install
+	bash scripts/evidence-unit.sh
 
 # Every test: the main suite in .venv, then the verl CPU tests in .venv-verl.
 test: install install-verl

@@ -17,7 +17,8 @@ One node a rule, one edge where a rule reads another's output: the DAG of `make 
 `tests/workflow/test_docs_dag.py` fails when the workflow no longer draws this.
 
 Not in this picture: the `efficiency` target (`train_grpo_seed -> report_efficiency -> archive_efficiency`;
-`snakemake --rulegraph mermaid-js efficiency`), and the paper config's graph (`--configfile
+`snakemake --rulegraph mermaid-js efficiency`), the evidence's seed-pair unit (`train_grpo ->
+evidence_unit`, `make evidence-unit`), and the paper config's graph (`--configfile
 config/paper.yaml`): hub downloads (`download_source`, `download_model`, `download_acebench`,
 `download_lm_eval_data`) in place of the synthetic data and the warm start, `pool_tooln1` (the paper's
 filter policy's data), `locate_vllm` (BFCL served by vLLM), no held-out scoring. `docs/architecture.md`

@@ -44,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     e.add_argument("inputs", help="a folder with runs.json, metrics.jsonl.gz, curves.jsonl.gz")
     e.add_argument("out", help="the folder to write tables/, figures/ and index.md into")
+    sub.add_parser(
+        "evidence-unit",
+        help="the efficiency evidence's seed-pair units: next (the first pre-registered one not committed), "
+        "finish (check one and put it under docs/evidence/units), check (make evidence-unit runs them)",
+        add_help=False,
+    )
     c = sub.add_parser(
         "compare",
         help="compare run A (old) with run B (new), each a results tree or an archive: config changes, "
@@ -65,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         from toolcall_repro import job
 
         return job.stage_main(rest)
+    if args.cmd == "evidence-unit":
+        from toolcall_repro.analysis import evidence_units
+
+        return evidence_units.main(rest)
     if args.cmd == "timing":
         from toolcall_repro import timing
 

@@ -433,6 +433,12 @@ class Experiment:
             for seed in seeds
         ]
 
+    def evidence_pair(self, setting: str, seed: int) -> list[TrainingRun]:
+        """One seed-pair unit of the efficiency evidence (analysis.evidence_units): vanilla and efficient at
+        `seed`, as efficiency_runs names them (train.seed is the plain run)."""
+        base_seed = self.config["train"]["seed"]
+        return [TrainingRun(self.run_dir, setting, v, None if seed == base_seed else seed) for v in ("vanilla", "efficient")]
+
     def requested_runs(self) -> list[tuple[str, str, str]]:
         """(dataset, variant, where the config asks for it) of every training run the DAG can build: train.runs,
         train.efficiency.runs, the format study, evaluation models trained here, a trained filter policy.

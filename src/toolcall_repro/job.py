@@ -56,6 +56,7 @@ STAGES: dict[str, str] = {
     # train.smk
     "train_grpo": "toolcall_repro.engines.train",
     "report_efficiency": "toolcall_repro.analysis.jobs",
+    "evidence_unit": "toolcall_repro.analysis.evidence_units",
     # evaluate.smk
     "locate_vllm": "toolcall_repro.eval.bfcl.locate",
     "generate_bfcl": "toolcall_repro.eval.bfcl.jobs",

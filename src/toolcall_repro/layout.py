@@ -30,6 +30,11 @@ def seed_folder(seed) -> str:
     return f"seed{seed}"
 
 
+def unit_name(setting: str, seed) -> str:
+    """A seed-pair unit of the efficiency evidence: <setting>-seed<s> (or the pattern's placeholders)."""
+    return f"{setting}-{seed_folder(seed)}"
+
+
 def manifest_path(run_dir: str, rule: str, key: str = "all") -> str:
     """A job's manifest, written by the job entry (`python -m toolcall_repro.job`) when the job ends."""
     return os.path.join(run_dir, "manifests", rule, f"{key}.json")
@@ -145,6 +150,11 @@ class Layout:
 
     def efficiency_report(self) -> str:
         return self.index("efficiency")
+
+    def evidence_unit(self, setting: str, seed) -> str:
+        """One pre-registered seed-pair unit's analysis inputs (efficiency/units/<setting>-seed<s>), as
+        `make evidence-unit` commits them under docs/evidence/units/."""
+        return self.path("efficiency", "units", unit_name(setting, seed))
 
     # --- evaluation ---------------------------------------------------------------------------------
 

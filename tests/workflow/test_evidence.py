@@ -149,3 +149,27 @@ def test_the_efficiency_archive_packs_the_finished_evidence_run(tmp_path):
     assert any(n.startswith(f"{prefix}/manifests/train_grpo_seed/") for n in names)
     assert not any("/checkpoints/" in n for n in names)
     assert packed["run_id"] == "evidence" and packed["archive"] == archive.name
+
+
+def test_an_evidence_unit_plans_its_own_upstream_and_one_seed_pair(smk):
+    """`make evidence-unit`'s first unit (pre-registration 3): the data, the warm start, the multi-turn filter
+    and held-out split, vanilla and efficient at seed 0 side by side, then the unit job; nothing else."""
+    line = subprocess.run(
+        [sys.executable, "-m", "toolcall_repro.cli", "evidence-unit", "next", "--units", "/nonexistent"],
+        capture_output=True, text=True, cwd=REPO, check=True,
+    ).stdout.split()  # fmt: skip
+    assert line == ["multi_turn-seed0", "multi_turn", "0", "results/evidence/efficiency/units/multi_turn-seed0"]
+    res = smk("-n", "-p", "--nolock", line[-1], "--configfile", "config/evidence.yaml")
+    assert res.returncode == 0, res.stderr[-3000:]
+    jobs = parse_dryrun(res.stdout)
+    assert sorted(j.rule for j in jobs) == sorted(
+        ["synthesize_source"] * 3
+        + ["normalise_source"] * 3
+        + ["warmstart_base_model", "filter_multi_turn", "train_grpo", "train_grpo", "evidence_unit"]
+    )
+    train = {j.run_config["variant"]: j for j in jobs if j.rule == "train_grpo"}
+    assert set(train) == {"vanilla", "efficient"} and all(j.spec["seeds"]["train"] == 0 for j in train.values())
+    (unit,) = [j for j in jobs if j.rule == "evidence_unit"]
+    assert unit.run_config["setting"] == "multi_turn" and unit.run_config["seed"] == 0
+    assert [r["variant"] for r in unit.run_config["runs"]] == ["vanilla", "efficient"]
+    assert all(f in unit.inputs for j in train.values() for f in j.outputs if f.endswith("summary.json"))

@@ -57,6 +57,7 @@ use rule train_grpo as train_grpo_seed with:
 
 localrules:
     report_efficiency,
+    evidence_unit,
     efficiency,
 
 
@@ -84,6 +85,38 @@ use rule job_frame as report_efficiency with:
                 "efficiency": config["train"].get("efficiency") or {},
                 "variants": subtree("train", "variants"),
                 "runs": [r.unit() for r in EXP.efficiency_runs()],
+            },
+            seeds={},
+            run_dir=RUN,
+        ),
+
+
+# One seed-pair unit of the efficiency evidence (docs/efficiency.md, pre-registration 3): the pair's analysis
+# inputs and its identity (every job's digests, the machine, the jobs' times), which `make evidence-unit`
+# checks and commits under docs/evidence/units/.
+use rule job_frame as evidence_unit with:
+    input:
+        training=lambda w: [
+            f for run in EXP.evidence_pair(w.setting, int(w.seed)) for f in run.files
+        ],
+        manifests=lambda w: EXP.result_manifests(
+            runs=EXP.evidence_pair(w.setting, int(w.seed))
+        ),
+    output:
+        unit=directory(LAYOUT.evidence_unit("{setting}", "{seed}")),
+        manifest=LAYOUT.manifest("evidence_unit", "{setting}", "{seed}"),
+    log:
+        LAYOUT.log("evidence_unit", "{setting}", "{seed}"),
+    benchmark:
+        LAYOUT.benchmark("evidence_unit", "{setting}", "{seed}")
+    params:
+        **job(
+            "evidence_unit",
+            config=lambda w: {
+                "setting": w.setting,
+                "seed": int(w.seed),
+                "efficiency": config["train"].get("efficiency") or {},
+                "runs": [r.unit() for r in EXP.evidence_pair(w.setting, int(w.seed))],
             },
             seeds={},
             run_dir=RUN,
