@@ -42,8 +42,17 @@ def main(argv: list[str] | None = None) -> int:
         help="rebuild the efficiency report (tables, figures, index.md) from its analysis inputs alone: "
         "results/<run>/efficiency/inputs or the committed docs/evidence/inputs",
     )
-    e.add_argument("inputs", help="a folder with runs.json, metrics.jsonl.gz, curves.jsonl.gz")
+    e.add_argument(
+        "inputs",
+        help="a folder with runs.json, metrics.jsonl.gz, curves.jsonl.gz, or one with units/ (docs/evidence: "
+        "the seed-pair units, pre-registration 3)",
+    )
     e.add_argument("out", help="the folder to write tables/, figures/ and index.md into")
+    e.add_argument(
+        "--configfile",
+        default="config/evidence.yaml",
+        help="with units/: the config whose train.efficiency plans the units (interim until all are in)",
+    )
     sub.add_parser(
         "evidence-unit",
         help="the efficiency evidence's seed-pair units: next (the first pre-registered one not committed), "
@@ -84,10 +93,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "verify":
         return archive.main(["verify", args.archive])
     if args.cmd == "evidence-rebuild":
+        from pathlib import Path
+
+        from toolcall_repro.analysis import evidence_units
         from toolcall_repro.analysis.efficiency_report import rebuild
 
         try:
-            written = rebuild(args.inputs, args.out)
+            if (Path(args.inputs) / "units").is_dir():
+                config = evidence_units.load_config([args.configfile])
+                plan = evidence_units.planned(config["train"].get("efficiency") or {})
+                written = evidence_units.rebuild_units(args.inputs, args.out, plan)
+            else:
+                written = rebuild(args.inputs, args.out)
         except (FileNotFoundError, ValueError) as err:
             print(err, file=sys.stderr)
             return 2

@@ -23,6 +23,7 @@ def _run(variant, seed, ids=IDS, steps=4):
     curve = pd.DataFrame(
         {
             "step": [0, 2, 4],
+            "epoch": [0, 1, 2],
             "heldout_accuracy": [sum(o) / len(o) for o in outcomes],
             "heldout_outcomes": outcomes,
             "heldout_sampled_accuracy": [sum(o) / len(o) for o in outcomes],
@@ -122,3 +123,43 @@ def test_finish_leaves_nothing_in_place_when_the_unit_is_not_whole(tmp_path):
         evidence_units.finish(staged, units)
     assert not units.exists() or list(units.iterdir()) == []
     assert sorted(p.name for p in staged.parent.iterdir()) == ["multi_turn-seed0"]  # no temporary folder left
+
+
+def _learning(variant, seed, scale):
+    """A run whose 5 prompts go from 1 to 2 to 4 right, at times scaled by `scale` (efficient: half)."""
+    run = _run(variant, seed)
+    rows = [[1.0, 0, 0, 0, 0], [1.0, 1, 0, 0, 0], [1.0, 1, 1, 1, 0]]
+    curve = run.curve.assign(
+        heldout_outcomes=rows,
+        heldout_sampled_outcomes=rows,
+        **{"time/cumulative_device_s": [0.0, 8.0 * scale, 16.0 * scale]},
+    )
+    return TrainingRun(run.setting, variant, seed, run.config, run.metrics, curve, run.summary)
+
+
+def _units(root: Path, seeds) -> None:
+    for s in seeds:
+        _unit(root / "units" / f"multi_turn-seed{s}", runs=[_learning("vanilla", s, 1.0), _learning("efficient", s, 0.5)],
+              seed=s, unit=f"multi_turn-seed{s}")  # fmt: skip
+
+
+@pytest.mark.parametrize(("committed", "interim"), [((0, 1), True), ((0, 1, 2, 3, 4), False)])
+def test_the_units_rebuild_gives_no_verdict_until_the_planned_pairs_are_in(tmp_path, committed, interim):
+    _units(tmp_path, committed)
+    plan = [("multi_turn", s) for s in range(5)]
+    evidence_units.rebuild_units(tmp_path, tmp_path / "out", plan)
+    index = (tmp_path / "out" / "index.md").read_text()
+    notes = (tmp_path / "out" / "tables" / "md" / "efficiency_sampled.md").read_text()
+    words = f"multi_turn: {len(committed)} of 5 multi-turn pairs: interim, no verdict"
+    assert (words in notes) == interim and ("verdict on efficient" in notes) != interim
+    assert (f"- multi_turn: {len(committed)} of 5 pairs committed" in index) and ("interim" in index) == interim
+    assert "vanilla-step equivalents" in notes
+    units = (tmp_path / "out" / "tables" / "csv" / "evidence_units.csv").read_text()
+    assert all(f"multi_turn-seed{s}" in units for s in committed)
+
+
+def test_the_units_rebuild_refuses_a_unit_that_is_not_whole(tmp_path):
+    _units(tmp_path, (0,))
+    (tmp_path / "units" / "multi_turn-seed0" / "unit.json").write_text(json.dumps(_identity(design="other")))
+    with pytest.raises(ValueError, match="design 'other'"):
+        evidence_units.rebuild_units(tmp_path, tmp_path / "out", [("multi_turn", 0)])

@@ -215,3 +215,37 @@ def test_floor_rule_wants_a_bounded_interval():
     assert not floor_supports_claim(_floor(1.1, 0.7, 2.3))  # reaches past 2x
     assert not floor_supports_claim(_floor(1.0, 0.45, 1.3))  # reaches below 0.5x
     assert floor_supports_claim(_floor(1.0, 0.5, 2.0))  # the bounds themselves pass
+
+
+def test_own_targets_measure_each_pair_from_its_own_start():
+    """Pre-registration 3: pair 0 starts at 0.2 and gains 0.5 (target 0.2 + 0.8 * 0.5 = 0.6), pair 1 starts
+    at 0.5 and gains 0.25 (target 0.7); vanilla crosses at t = 8 and 4 by hand, efficient twice as fast in
+    both. A pooled target (0.65) measures pair 0 nearer its end and pair 1 nearer its start."""
+    base = {0: same_everywhere([0, 5, 10], [0.2, 0.45, 0.7]), 1: same_everywhere([0, 5, 10], [0.5, 0.75, 0.75])}
+    cand = {0: same_everywhere([0, 2.5, 5], [0.2, 0.45, 0.7]), 1: same_everywhere([0, 2.5, 5], [0.5, 0.75, 0.75])}
+    own = matched_speedup(base, cand, own_target=True, n_bootstrap=50)
+    assert own.per_pair[(0, 0)] == PairTimes(pytest.approx(8.0), pytest.approx(4.0))
+    assert own.per_pair[(1, 1)] == PairTimes(pytest.approx(4.0), pytest.approx(2.0))
+    assert own.ratio == pytest.approx(2.0) and own.ci_low == pytest.approx(2.0) == own.ci_high
+    assert (own.target, own.start, own.gain) == (pytest.approx(0.65), pytest.approx(0.35), pytest.approx(0.375))
+    assert own.censored == [] and not own.no_gain
+    pooled = matched_speedup(base, cand, n_bootstrap=50)
+    assert pooled.target == pytest.approx(0.65)
+    assert pooled.per_pair[(0, 0)].baseline_time == pytest.approx(9.0)
+    assert pooled.per_pair[(1, 1)].baseline_time == pytest.approx(3.0)
+
+
+def test_own_targets_let_a_floor_compare_runs_from_two_starts():
+    """Two vanilla runs of one recipe from two warm starts (0.2 and 0.5), both gaining 0.5 at the same pace:
+    each is measured from its own start, so the floor is 1x; a level target (0.6) would call one 4x faster."""
+    base = {0: same_everywhere([0, 5, 10], [0.2, 0.45, 0.7])}
+    other = {1: same_everywhere([0, 5, 10], [0.5, 0.75, 1.0])}
+    assert matched_speedup(base, other, pairs=[(0, 1)], own_target=True, n_bootstrap=20).ratio == pytest.approx(1.0)
+    assert matched_speedup(base, other, pairs=[(0, 1)], n_bootstrap=20).ratio == pytest.approx(8 / 2)
+
+
+def test_own_targets_give_no_ratio_when_a_pair_gains_nothing():
+    base = {0: same_everywhere([0, 5], [0.5, 0.7]), 1: same_everywhere([0, 5], [0.5, 0.4])}
+    cand = {0: same_everywhere([0, 5], [0.5, 0.7]), 1: same_everywhere([0, 5], [0.5, 0.7])}
+    m = matched_speedup(base, cand, own_target=True, n_bootstrap=50)
+    assert m.ratio is None and m.no_gain and m.per_pair == {}

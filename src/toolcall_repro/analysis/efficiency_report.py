@@ -52,15 +52,22 @@ TABLE_NAMES = {"greedy": "efficiency", "sampled": "efficiency_sampled"}
 
 
 def outcome_curve(
-    run: TrainingRun, time_key: str = DEVICE_TIME, metric: str = "greedy"
+    run: TrainingRun, time_key: str = DEVICE_TIME, metric: str = "greedy", per_step_s: float | None = None
 ) -> OutcomeCurve | None:
-    """Per-prompt outcomes of `metric` at each checkpoint against cumulative hours; None when the run
-    lacks them."""
+    """Per-prompt outcomes of `metric` at each checkpoint against cumulative hours, or with `per_step_s`
+    against cumulative seconds / per_step_s (vanilla-step equivalents: a seed-pair unit's vanilla CPU
+    seconds a step, in which its machine's speed cancels); None when the run lacks them."""
     key = METRICS[metric]
     if key not in run.curve.columns or run.curve[key].isna().any():
         return None
     c = run.curve.sort_values(time_key)
-    return OutcomeCurve(tuple(c[time_key] / 3600.0), np.array([list(o) for o in c[key]], dtype=float))
+    unit = 3600.0 if per_step_s is None else float(per_step_s)
+    return OutcomeCurve(tuple(c[time_key] / unit), np.array([list(o) for o in c[key]], dtype=float))
+
+
+def vanilla_step_seconds(run: TrainingRun) -> float:
+    """A run's training seconds a step on the device clock: the unit of a seed-pair unit's time axis."""
+    return _step_seconds(run) / max(1, len(run.metrics))
 
 
 def metrics_recorded(runs: Sequence[TrainingRun]) -> list[str]:
@@ -135,8 +142,13 @@ def efficiency_tables(
     seed: int = 0,
     metric: str = "greedy",
     fraction: float = MATCHED_FRACTION,
+    units: Mapping[str, tuple[int, int]] | None = None,
 ) -> list[Table]:
-    """The efficiency table on held-out `metric` (greedy or sampled), then the per-epoch table."""
+    """The efficiency table on held-out `metric` (greedy or sampled), then the per-epoch table.
+
+    `units` ({setting: (pairs committed, pairs planned)}): the runs are seed-pair units (pre-registration
+    3): each pair's times in its vanilla run's seconds a step, each pair's own matched target, and no
+    verdict for a setting until all its planned pairs are in."""
     of_gain, fixed = margin_rule(margin)
     margin_words = (
         f"{of_gain:g} of vanilla's gain (the variant keeps at least {1 - of_gain:g} of it)"
@@ -180,9 +192,17 @@ def efficiency_tables(
             " of its n, and r = its n / vanilla's n",
         ],
     )
+    if units is not None:
+        notes.append(
+            "seed-pair units (pre-registration 3): every time is in vanilla-step equivalents (a run's training"
+            " CPU seconds / its pair's vanilla CPU seconds a step; a vanilla run's own in the noise floor), and"
+            f" the matched target is each pair's own: {fraction:g} of its vanilla run's gain above each run's own"
+            " first checkpoint"
+        )
     for setting, variants in sorted(by_setting_variant(runs).items()):
         base = variants.get(baseline, {})
-        base_curves = {s: outcome_curve(r, metric=metric) for s, r in base.items()}
+        step_s = {s: vanilla_step_seconds(r) for s, r in base.items()} if units is not None else {}
+        base_curves = {s: outcome_curve(r, metric=metric, per_step_s=step_s.get(s)) for s, r in base.items()}
         if not base or any(c is None for c in base_curves.values()):
             notes.append(f"{setting}: no vanilla runs with per-prompt outcomes: no intervals")
             continue
@@ -193,7 +213,7 @@ def efficiency_tables(
         )
         floor_ok = {}
         for variant, seeds in sorted(variants.items(), key=lambda kv: (kv[0] != baseline, kv[0])):
-            curves = {s: outcome_curve(r, metric=metric) for s, r in seeds.items()}
+            curves = {s: outcome_curve(r, metric=metric, per_step_s=step_s.get(s)) for s, r in seeds.items()}
             if any(c is None for c in curves.values()):
                 notes.append(f"{setting}/{variant}: no per-prompt outcomes")
                 continue
@@ -248,6 +268,7 @@ def efficiency_tables(
                         fraction=fraction,
                         n_bootstrap=n_bootstrap,
                         seed=seed,
+                        own_target=units is not None,
                     )
                     row.update(_matched_cols(matched_floor))
                     floors = {"time to vanilla's peak": floor, "matched speedup": matched_floor}
@@ -271,6 +292,7 @@ def efficiency_tables(
                     fraction=fraction,
                     n_bootstrap=n_bootstrap,
                     seed=seed,
+                    own_target=units is not None,
                 )
                 row.update(_matched_cols(matched))
                 ni = gain_non_inferiority(
@@ -290,7 +312,12 @@ def efficiency_tables(
                     non_inferior=ni.non_inferior,
                 )
                 if variant == "efficient":
-                    notes.append(_verdict_note(setting, variant, matched, floor_ok, paper.get(setting), ni))
+                    interim = (units or {}).get(setting)
+                    notes.append(
+                        interim_note(setting, *interim)
+                        if interim and interim[0] < interim[1]
+                        else _verdict_note(setting, variant, matched, floor_ok, paper.get(setting), ni)
+                    )
                 costs = [_step_seconds(base[s]) / _step_seconds(seeds[s]) for s in pairs]
                 row.update(
                     cost_ratio=float(np.mean(costs)),
@@ -366,6 +393,11 @@ def _verdict_note(setting: str, variant: str, matched, floor_ok: Mapping, paper:
         f"; censored pairs {', '.join(f'{b}/{c}' for b, c in matched.censored)}" if matched.censored else ""
     )
     return f"{head}: {verdict.label}: matched speedup {claims.fmt_evidence(ev, 2)}, {verdict.reason}{censored}; {ni_words}"
+
+
+def interim_note(setting: str, committed: int, planned: int) -> str:
+    """Pre-registration 3: a setting's verdict waits for all its planned seed pairs."""
+    return f"{setting}: {committed} of {planned} {setting.replace('_', '-')} pairs: interim, no verdict"
 
 
 def _claim_note(setting: str, estimator: str, floor) -> str:
@@ -554,19 +586,27 @@ def rebuild(inputs_dir, out_dir) -> list:
     (the files `write_report` writes under inputs/; committed for the evidence under docs/evidence/)."""
     from pathlib import Path
 
-    from toolcall_repro.analysis import evidence_inputs, report
-    from toolcall_repro.io import atomic_write_text
+    from toolcall_repro.analysis import evidence_inputs
 
     runs = evidence_inputs.load_runs(inputs_dir)
     margin = evidence_inputs.read_config(inputs_dir).get("margin", 0.05)
+    return build(runs, margin, Path(out_dir))
+
+
+def build(runs, margin, out, units: Mapping[str, tuple[int, int]] | None = None, extra=(), head=()) -> list:
+    """Every table, the figures and index.md of the efficiency report under `out`, from training runs;
+    `units` as efficiency_tables', `extra` tables after the efficiency tables, `head` lines under the title
+    (the seed-pair units' report: `evidence_units.rebuild_units`)."""
+    from toolcall_repro.analysis import report
+    from toolcall_repro.io import atomic_write_text
+
     tables = []
     for metric in metrics_recorded(runs):
-        tables += efficiency_tables(runs, margin=margin, metric=metric)[:1]
-    tables.append(epochs_table(runs))
-    out = Path(out_dir)
+        tables += efficiency_tables(runs, margin=margin, metric=metric, units=units)[:1]
+    tables += [*extra, epochs_table(runs)]
     written = report.write_tables(tables, out / "tables")
     written += report.write_figures(learning_curves(runs), out / "figures")
-    lines = ["# Efficiency experiment", ""]
+    lines = ["# Efficiency experiment", "", *head, *([""] if head else [])]
     lines += [t.markdown() for t in tables[:-1]]
     lines += ["", "Per-epoch table: [tables/md/efficiency_epochs.md](tables/md/efficiency_epochs.md)"]
     lines += ["Figures: [figures/index.md](figures/index.md)", ""]

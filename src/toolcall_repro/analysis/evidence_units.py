@@ -215,6 +215,80 @@ def finish(staged: str | Path, units_dir: str | Path, lease: Mapping | None = No
     return final
 
 
+def load_units(units_dir: str | Path) -> tuple[list, list[dict], object]:
+    """Every committed unit's runs, identities and the margin they were run with; a unit folder that is not
+    whole, or units run with different margins or on different held-out prompts, is an error naming it."""
+    runs, identities, margins, ids = [], [], {}, {}
+    for name in committed_units(units_dir):
+        folder = Path(units_dir) / name
+        problems = check_unit(folder)
+        if problems:
+            raise ValueError("; ".join(problems))
+        unit_runs = evidence_inputs.load_runs(folder)
+        runs += unit_runs
+        identities.append(json.loads((folder / UNIT_FILE).read_text()))
+        margins[name] = json.dumps(evidence_inputs.read_config(folder).get("margin", 0.05), sort_keys=True)
+        ids[name] = json.dumps(unit_runs[0].summary.get("heldout_ids"))
+    if len(set(margins.values())) > 1:
+        raise ValueError(f"units run with different non-inferiority margins: {margins}")
+    # One prompt draw for every run is pre-registration 3's case when all units hold the same held-out ids
+    # (the split is drawn before any rollout); draws per pair, its other case, are not implemented.
+    if len(set(ids.values())) > 1:
+        raise ValueError(f"units scored on different held-out prompts ({sorted(ids)}): the bootstrap would"
+                         " need a prompt draw per pair (pre-registration 3), which this rebuild does not do")  # fmt: skip
+    margin = json.loads(next(iter(margins.values()))) if margins else 0.05
+    return runs, identities, margin
+
+
+def units_table(identities: Sequence[Mapping]):
+    """One row a committed unit: where and when it ran, what it cost (no accuracy)."""
+    import pandas as pd
+
+    from toolcall_repro.analysis.tabular import Table
+
+    rows = []
+    for u in sorted(identities, key=lambda x: (x["setting"], x["seed"])):
+        runs = u.get("runs") or {}
+        rows.append(
+            {
+                "unit": u["unit"],
+                "MKL branch": u["mkl_branch"],
+                "CPU": ", ".join(u["cpu_models"]),
+                "commits": ", ".join(c[:7] for c in u["commits"]),
+                "lease wall h": _rounded((u.get("lease") or {}).get("wall_s"), 3600, 2),
+                **{f"{v} steps": (runs.get(v) or {}).get("steps") for v in (BASELINE, CANDIDATE)},
+                **{f"{v} training CPU-s": _rounded((runs.get(v) or {}).get("training_cpu_s")) for v in (BASELINE, CANDIDATE)},
+            }
+        )
+    frame = pd.DataFrame(rows)
+    return Table(
+        "evidence_units",
+        "The committed seed-pair units: machine, code, the lease's wall time, each run's steps and training CPU",
+        frame,
+        frame,
+        ["a unit: vanilla and efficient at one seed, side by side on one machine, from its own upstream"],
+    )
+
+
+def _rounded(value, per: float = 1.0, digits: int = 0):
+    return None if value is None else round(float(value) / per, digits)
+
+
+def rebuild_units(evidence_dir: str | Path, out_dir: str | Path, plan: Sequence[tuple[str, int]]) -> list[Path]:
+    """The efficiency report of every committed unit under evidence_dir/units (tables, intervals, curves),
+    interim for a setting until all its planned units are in (`plan`: `planned`'s list)."""
+    from toolcall_repro.analysis.efficiency_report import build
+
+    runs, identities, margin = load_units(Path(evidence_dir) / "units")
+    if not runs:
+        raise FileNotFoundError(f"{Path(evidence_dir) / 'units'}: no committed unit")
+    counts = {}
+    for setting, _ in plan:
+        counts[setting] = (sum(u["setting"] == setting for u in identities), sum(s == setting for s, _ in plan))
+    head = [f"- {s}: {k} of {n} pairs committed" + ("" if k == n else ": interim, no verdict") for s, (k, n) in counts.items()]
+    return build(runs, margin, Path(out_dir), units=counts, extra=[units_table(identities)], head=head)
+
+
 def load_config(configfiles: Sequence[str], base: str = "config/config.yaml") -> dict:
     """The config a `snakemake --configfile F...` run reads: the Snakefile's base, each overlay merged
     over it key by key as Snakemake merges them (snakemake.utils.update_config)."""

@@ -134,7 +134,7 @@ class MatchedSpeedup:
 
     @property
     def no_gain(self) -> bool:
-        return not self.gain > 0
+        return not self.gain > 0 or (self.ratio is None and not self.per_pair)
 
 
 def _time(curve: Curve, target: float) -> tuple[float, bool]:
@@ -156,21 +156,45 @@ def _estimate(
     pairs: Sequence[tuple[int, int]],
     fraction: float,
     prompts: np.ndarray | None = None,
+    own_target: bool = False,
 ) -> tuple[float, float, float, list[PairTimes]]:
     raw_b = {b: baseline[b].curve(prompts) for b, _ in pairs}
     raw_c = {c: candidate[c].curve(prompts) for _, c in pairs}
-    target, a0, gain = gain_target([raw_b[b] for b, _ in pairs], fraction)
-    if not gain > 0:
-        return target, a0, gain, []
     # Every checkpoint of a run is scored on the same held-out prompts: equal weights (= their count).
     n = baseline[pairs[0][0]].outcomes.shape[1] if prompts is None else len(prompts)
     mono_b = {b: monotone_curve(c, [n] * len(c.times)) for b, c in raw_b.items()}
     mono_c = {k: monotone_curve(c, [n] * len(c.times)) for k, c in raw_c.items()}
+    if own_target:
+        return _estimate_own(raw_b, raw_c, mono_b, mono_c, pairs, fraction)
+    target, a0, gain = gain_target([raw_b[b] for b, _ in pairs], fraction)
+    if not gain > 0:
+        return target, a0, gain, []
     times = []
     for b, c in pairs:
         (tb, cb), (tc, cc) = _time(mono_b[b], target), _time(mono_c[c], target)
         times.append(PairTimes(tb, tc, cb, cc))
     return target, a0, gain, times
+
+
+def _estimate_own(raw_b, raw_c, mono_b, mono_c, pairs, fraction) -> tuple[float, float, float, list[PairTimes]]:
+    """Each pair's own target (pre-registration 3): the baseline's gain G = its monotone final - its first
+    checkpoint; each run's time is the first crossing of fraction * G above its *own* first checkpoint (the
+    two runs of a pair start from one model, so one level; two vanilla runs of the noise floor may not).
+    Returns the mean target, start and gain over the pairs, and no times when a pair gained nothing."""
+    levels, starts, gains, times = [], [], [], []
+    for b, c in pairs:
+        a0 = raw_b[b].accuracies[0]
+        gain = mono_b[b].accuracies[-1] - a0
+        starts.append(a0)
+        gains.append(gain)
+        levels.append(a0 + fraction * gain)
+        if not gain > 0:
+            continue
+        (tb, cb) = _time(mono_b[b], a0 + fraction * gain)
+        (tc, cc) = _time(mono_c[c], raw_c[c].accuracies[0] + fraction * gain)
+        times.append(PairTimes(tb, tc, cb, cc))
+    mean = (float(np.mean(levels)), float(np.mean(starts)), float(np.mean(gains)))
+    return (*mean, times if len(times) == len(pairs) else [])
 
 
 def matched_speedup(
@@ -182,18 +206,22 @@ def matched_speedup(
     n_bootstrap: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
+    own_target: bool = False,
 ) -> MatchedSpeedup:
     """Speedup of candidate over baseline at `fraction` of the baselines' pooled gain, paired by seed (or by
-    explicit `pairs`, e.g. `noise_floor_pairs`); the target pools the baselines of the pairs."""
+    explicit `pairs`, e.g. `noise_floor_pairs`); the target pools the baselines of the pairs, or with
+    `own_target` is each pair's own (`_estimate_own`: pre-registration 3's seed-pair units, whose pairs may
+    come from machines with different warm starts; `target`, `start` and `gain` are then means over pairs,
+    and `no_gain` says a pair gained nothing)."""
     pairs, n_prompts = seed_pairs(baseline, candidate, pairs)
-    target, a0, gain, times = _estimate(baseline, candidate, pairs, fraction)
+    target, a0, gain, times = _estimate(baseline, candidate, pairs, fraction, own_target=own_target)
     ratio = _pooled(times) if times else None
     rng = np.random.default_rng(seed)
     draws, censored, no_gain = [], 0, 0
     for _ in range(n_bootstrap):
         prompts = rng.integers(0, n_prompts, size=n_prompts)
         chosen = [pairs[j] for j in rng.integers(0, len(pairs), size=len(pairs))]
-        *_, t = _estimate(baseline, candidate, chosen, fraction, prompts)
+        *_, t = _estimate(baseline, candidate, chosen, fraction, prompts, own_target)
         if not t:
             no_gain += 1
             continue
