@@ -33,6 +33,13 @@
 # nodes), LOCAL_SLURM_APT_TIMEOUT_S (600).
 set -euo pipefail
 
+# Debian puts the daemons (slurmctld, slurmd, slurmdbd, munged, mariadbd) in /usr/sbin, which many users'
+# and tools' shells leave off PATH (`env -i PATH=/usr/bin:/bin`): look there too, after the caller's own.
+for dir in /usr/local/sbin /usr/sbin /sbin; do
+  case ":$PATH:" in *":$dir:"*) ;; *) PATH=$PATH:$dir ;; esac
+done
+export PATH
+
 CMD=${1:-}
 STATE=${2:-${TOOLCALL_LOCAL_SLURM_DIR:-${TMPDIR:-/tmp}/toolcall-local-slurm}}
 BASE=${LOCAL_SLURM_PORT_BASE:-16800}

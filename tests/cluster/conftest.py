@@ -93,8 +93,15 @@ def local_slurm():
     state = Path(tempfile.mkdtemp(prefix="toolcall-local-slurm-"))
     state.chmod(0o755)
     t0 = time.monotonic()
+    # as from a shell whose PATH has no sbin (env -i, many users' and tools' shells): the script finds
+    # Debian's daemons in /usr/sbin by itself
+    bare = ":".join(p for p in os.environ.get("PATH", "").split(":") if not p.rstrip("/").endswith("sbin"))
     up = subprocess.run(
-        ["bash", str(LOCAL_SLURM), "up", str(state)], capture_output=True, text=True, timeout=900
+        ["bash", str(LOCAL_SLURM), "up", str(state)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PATH": bare},
     )
     if up.returncode != 0:
         shutil.rmtree(state, ignore_errors=True)

@@ -117,6 +117,17 @@ def test_profile_polls_with_squeue_often_enough_never_to_miss_an_ended_job():
     assert '"CANCELLED",' in source and "status in fail_stati" in source
 
 
+def test_the_script_looks_for_the_daemons_in_sbin_whatever_path_says():
+    """Debian's slurmctld, slurmd, slurmdbd, munged and mariadbd live in /usr/sbin; a shell under `env -i`
+    (PATH=/usr/bin:/bin) finds none of them with `command -v`, and `up` then failed at the first daemon."""
+    res = subprocess.run(["bash", "-c", f'. "{LOCAL_SLURM}"; echo "$PATH"'], capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin"}, check=True)  # fmt: skip
+    assert res.stdout.strip() == "/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+    kept = subprocess.run(["bash", "-c", f'. "{LOCAL_SLURM}"; echo "$PATH"'], capture_output=True, text=True,
+                          env={"PATH": "/usr/sbin:/usr/bin:/bin"}, check=True)  # fmt: skip
+    assert kept.stdout.strip() == "/usr/sbin:/usr/bin:/bin:/usr/local/sbin:/sbin"  # the caller's order first
+
+
 def test_up_replaces_only_a_link_whose_cluster_has_no_live_daemon(tmp_path):
     """/run/slurm/conf/slurm.conf left by a cluster that is gone (its machine restarted or copied with /run
     and /tmp, as a CI checkout of this host is) must not stop the next `up`; a live cluster's link, or one

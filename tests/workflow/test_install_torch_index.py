@@ -158,6 +158,39 @@ def test_torch_comes_from_the_cpu_index_when_pip_finds_none_and_a_rerun_does_not
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
 
+@pytest.mark.parametrize("where", ["PIP_CONSTRAINT", "pip.conf"])
+def test_a_constraint_file_neither_stops_the_fallback_nor_refuses_the_locked_file(setup, where):
+    """This machine's system-wide pip configuration names a constraint file (torch<=2.14.1): under `env -i`
+    pip then refused the locked torch==2.13.0+cpu with ResolutionImpossible, not "No matching
+    distribution", and the install stopped at once. The wheel comes from the index all the same."""
+    constraints = setup["tmp"] / "constraints.txt"
+    constraints.write_text("torch<=2.14.1\n")
+    extra = {"PIP_CONSTRAINT": str(constraints)}
+    if where == "pip.conf":
+        conf = setup["tmp"] / "pip.conf"
+        conf.write_text(f"[global]\nconstraint = {constraints}\n")
+        extra = {"PIP_CONFIG_FILE": str(conf)}
+    proc, _ = run_script(setup, setup["remote"], **extra)
+    assert proc.returncode == 0, proc.stderr
+    assert f"trying {setup['remote']}" in proc.stderr and installed(setup) == "stand-in"
+
+
+def test_any_refusal_but_a_hash_mismatch_goes_on_to_the_index(setup, tmp_path):
+    """pip's wording is not the test: a pip that fails with words the script has never seen (a stand-in
+    python whose `pip install` without --index-url prints them) still leads to the index."""
+    shim = tmp_path / "python"
+    shim.write_text(
+        "#!/bin/sh\ncase \"$*\" in *--index-url*) exec " + str(setup["python"]) + ' "$@" ;; '
+        '*"pip install"*) echo "ERROR: words of a later pip" >&2; exit 1 ;; *) exec '
+        + str(setup["python"]) + ' "$@" ;; esac\n'
+    )
+    shim.chmod(0o755)
+    proc, _ = run_script(setup, setup["remote"], python=shim)
+    assert proc.returncode == 0, proc.stderr
+    assert "pip: ERROR: words of a later pip" in proc.stderr and "trying" in proc.stderr
+    assert installed(setup) == "stand-in"
+
+
 def test_a_file_whose_sha256_is_not_the_locks_is_refused(setup):
     lock = write_lock(setup["tmp"] / "other.lock", "1" * 64)
     proc, _ = run_script(setup, setup["remote"], lock=lock)
