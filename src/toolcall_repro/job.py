@@ -248,6 +248,25 @@ def _driver_ok(job: Job) -> bool:
 
 
 def run(job: Job) -> int:
+    """Run the job under its lease (toolcall_repro.lease: one writer per output); 6 when another job,
+    still alive, holds it, before anything is written."""
+    from toolcall_repro import lease
+
+    if job.manifest is None:
+        return _run(job)
+    outputs = [o for o in job.files.get("output", []) if Path(o) != Path(job.manifest)]
+    try:
+        held = lease.acquire(job.manifest, job.rule, outputs, log=lambda line: print(line, flush=True))
+    except lease.LeaseHeld as exc:
+        print(f"{job.rule}: not started: {exc}", file=sys.stderr)
+        return lease.HELD_EXIT
+    try:
+        return _run(job)
+    finally:
+        lease.release(held)
+
+
+def _run(job: Job) -> int:
     """Run the job's stage, then write its manifest; on failure write nothing.
 
     The CPU kernels are pinned (options.cpu_capability, engines.cpu_capability in config) before the
