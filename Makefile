@@ -19,16 +19,26 @@ cluster-envs:
 	@[ -n "$(PREFIX)" ] || { echo "usage: make cluster-envs PREFIX=/shared/path [GPU=0] [CUDA=12]" >&2; exit 2; }
 	bash scripts/install-cluster-envs.sh "$(PREFIX)" $(if $(filter 1,$(GPU)),--gpu $(if $(CUDA),--cuda $(CUDA)))
 
+# Snakemake's head as a small, long SLURM job (docs/cluster.md, "The head on the cluster"): a dropped login
+# session costs nothing; a restarted head waits for its predecessor's running jobs. ARGS: Snakemake's.
+.PHONY: cluster-head
+ARGS ?=
+cluster-head:
+	bash scripts/cluster-head.sh $(ARGS)
+
 # Regenerate requirements/*.lock from requirements/*.in (needs uv and PyPI; installs read only the locks).
 lock:
 	bash scripts/lock.sh
 
-# The embedded default, end to end on 2 local cores, no network.
+# The embedded default, end to end on the local cores, no network.
 # Jobs call `python -m toolcall_repro ...`, so the venv's bin goes first on PATH.
 # RUN_CONFIG=<file> runs another complete config the same way (CI: .test/config.yaml, see .ci/run).
+# CORES: Snakemake's --cores, every core of the machine unless set; the jobs' thread counts are config
+# (engines.threads, engines.warmstart_threads), so the bytes do not depend on it.
 RUN_CONFIG ?=
+CORES ?= $(shell nproc 2>/dev/null || echo 2)
 run: install
-	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/snakemake --cores 2 $(if $(RUN_CONFIG),--configfile $(RUN_CONFIG))
+	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/snakemake --cores $(CORES) $(if $(RUN_CONFIG),--configfile $(RUN_CONFIG))
 
 # The efficiency evidence, pre-registered in docs/efficiency.md ("Pre-registration 2"): 20 trainings, ~24 CPU-h
 # of jobs predicted, ~12 h on an idle 2-core machine, multi-turn's 10 trainings first (~7.5 h with the upstream).
@@ -37,12 +47,12 @@ run: install
 EVIDENCE_FIRST = $(foreach v,vanilla efficient,results/evidence/train/multi_turn/$(v)/summary.json \
 	$(foreach k,1 2 3 4,results/evidence/train/multi_turn/$(v)/seed$(k)/summary.json))
 evidence: install
-	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/snakemake efficiency --cores 2 --rerun-incomplete --prioritize $(EVIDENCE_FIRST) --configfile config/evidence.yaml
+	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/snakemake efficiency --cores $(CORES) --rerun-incomplete --prioritize $(EVIDENCE_FIRST) --configfile config/evidence.yaml
 
 # One seed-pair unit of the evidence (docs/efficiency.md, "Pre-registration 3"): the first pre-registered unit not
 # committed under docs/evidence/units/, from this machine's own upstream, checked and put in place; then commit it.
 evidence-unit: install
-	bash scripts/evidence-unit.sh
+	CORES=$(CORES) bash scripts/evidence-unit.sh
 
 # Every test: the main suite in .venv, then the verl CPU tests in .venv-verl.
 test: install install-verl
