@@ -19,17 +19,22 @@ def submissions(record_dir: Path) -> list[list[str]]:
     return [p.read_text().splitlines() for p in sorted(record_dir.glob("submission-*.args"))]
 
 
-@pytest.mark.parametrize("nodes", [1, 2])
-def test_training_job_submission(tmp_path, workdir, smk, make_config, fake_cluster, nodes):
+@pytest.mark.parametrize(
+    ("nodes", "rule", "seed"),
+    # train_grpo_seed (the efficiency experiment's other seeds) went out with the 120-min, 16 GB, no-GPU
+    # defaults while the profile listed train_grpo alone
+    [(1, "train_grpo", None), (2, "train_grpo", None), (1, "train_grpo_seed", 1)],
+)
+def test_training_job_submission(tmp_path, workdir, smk, make_config, fake_cluster, nodes, rule, seed):
     env, record_dir = fake_cluster
-    run_id = f"slurmtest-{nodes}node"
+    run_id = f"slurmtest-{nodes}node-{rule}"
     cfg = make_config(tmp_path, "config/paper.yaml", {"run_id": run_id, "train": {"verl": {"nodes": nodes}}, "allow_unpinned_revisions": True})
     prepare_inputs(workdir, run_id)
     res = smk(
         "--profile", "profiles/slurm", "--configfile", str(cfg),
         "--slurm-init-seconds-before-status-checks", "1", "--latency-wait", "1", "--retries", "0",
-        "--allowed-rules", "train_grpo", "--",
-        f"results/{run_id}/train/multi_turn/vanilla/summary.json",
+        "--allowed-rules", rule, "--",
+        f"results/{run_id}/train/multi_turn/vanilla/{'' if seed is None else f'seed{seed}/'}summary.json",
         env=env, timeout=300,
     )  # fmt: skip
     subs = submissions(record_dir)
@@ -43,7 +48,8 @@ def test_training_job_submission(tmp_path, workdir, smk, make_config, fake_clust
     assert "-t 2880" in args and "--mem 480000" in args and "--cpus-per-task=64" in args
     assert "-C a100" in args or "--constraint" in args
     assert "--ntasks-per-gpu" not in args  # tasks_per_gpu: 0, Ray/srun place the workers
-    assert "--target-jobs 'train_grpo:dataset=multi_turn,variant=vanilla'" in args
+    wildcards = "dataset=multi_turn,variant=vanilla" + ("" if seed is None else f",seed={seed}")
+    assert f"--target-jobs '{rule}:{wildcards}'" in args
     # the profile deployed the training job's conda env: its post-deploy step installed the package from
     # the env's lock (scripts/install-from-lock.sh --package-only) into the env's own python
     calls = (record_dir / "python.calls").read_text()
