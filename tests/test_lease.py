@@ -164,3 +164,26 @@ def test_the_job_entry_writes_nothing_while_another_job_holds_the_lease(tmp_path
     assert run(Job.from_json(json.dumps(spec))) == 0
     assert out.exists() and m.exists() and not lease.lease_path(m).exists()
     assert "taking over the lease" in capsys.readouterr().out
+
+
+def test_the_leases_command_lists_live_holders_and_waits_for_them(tmp_path, sleeper, capsys):
+    results = tmp_path / "results"
+    assert lease.main([str(results)]) == 0 and "no job holds a lease" in capsys.readouterr().out
+    hold(lease.lease_path(manifest(tmp_path)), record_of(sleeper.pid))
+    assert lease.main([str(results)]) == 1 and "is being written by PID" in capsys.readouterr().out
+    killer = subprocess.Popen(["bash", "-c", f"sleep 1; kill {sleeper.pid}"])
+    assert lease.main([str(results), "--wait", "20", "--every", "0.5"]) == 0
+    killer.wait()
+
+
+def test_a_second_head_is_refused_while_the_first_heads_slurm_job_runs(tmp_path, monkeypatch, capsys):
+    """scripts/cluster-head.sh: each head takes .snakemake/toolcall-head.json in its SLURM job."""
+    fake_squeue(tmp_path, monkeypatch, "RUNNING\n")
+    head = tmp_path / ".snakemake" / "toolcall-head.json"
+    monkeypatch.setenv("SLURM_JOB_ID", "55")
+    assert lease.main(["--head", str(head)]) == 0 and "head lease taken" in capsys.readouterr().out
+    monkeypatch.setenv("SLURM_JOB_ID", "56")
+    assert lease.main(["--head", str(head)]) == 1
+    assert "another Snakemake head still runs this workflow" in capsys.readouterr().out
+    fake_squeue(tmp_path, monkeypatch, "", rc=1, err="Invalid job id specified")  # the first head ended
+    assert lease.main(["--head", str(head)]) == 0 and "taking over the lease of SLURM job 55" in capsys.readouterr().out

@@ -59,6 +59,12 @@ def main(argv: list[str] | None = None) -> int:
         "finish (check one and put it under docs/evidence/units), check (make evidence-unit runs them)",
         add_help=False,
     )
+    sub.add_parser(
+        "leases",
+        help="the jobs that still write under results/ (one line each; exit 1 while any does); --wait SECONDS "
+        "polls until none does",
+        add_help=False,
+    )
     c = sub.add_parser(
         "compare",
         help="compare run A (old) with run B (new), each a results tree or an archive: config changes, "
@@ -84,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         from toolcall_repro.analysis import evidence_units
 
         return evidence_units.main(rest)
+    if args.cmd == "leases":
+        from toolcall_repro import lease
+
+        return lease.main(rest)
     if args.cmd == "timing":
         from toolcall_repro import timing
 

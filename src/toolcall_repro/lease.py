@@ -30,12 +30,11 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LeaseHeld", "acquire", "check_run", "lease_path", "release"]
+__all__ = ["LeaseHeld", "acquire", "acquire_at", "check_run", "lease_path", "release"]
 
 LEASES = "leases"
 # squeue states of a job that runs, or will (everything else, or no line at all, is an ended job)
@@ -65,12 +64,14 @@ def _boot_id() -> str:
 
 
 def _start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (/proc/PID/stat field 22); None if no such PID."""
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22); None if no such PID,
+    or if it has exited and waits to be reaped (a zombie writes nothing more)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] in ("Z", "X") else int(fields[19])
 
 
 def slurm_job_id(pid: int | None = None) -> str | None:
@@ -183,7 +184,12 @@ def _write(path: Path, record: dict) -> None:
 def acquire(manifest: str | Path, rule: str, outputs: list[str], log=print) -> Path:
     """Take the lease of the job whose manifest path is `manifest`; raise LeaseHeld when a live holder
     has it. A gone holder's lease, or this same SLURM job's (requeued), is taken over, with a line."""
-    path = lease_path(manifest)
+    return acquire_at(lease_path(manifest), rule, outputs, log)
+
+
+def acquire_at(path: Path, rule: str, outputs: list[str], log=print) -> Path:
+    """`acquire` for a lease at any path (the cluster head's own: scripts/cluster-head.sh)."""
+    path = Path(path)
     mine = me(rule, outputs)
     taken = False
     for _ in range(10):  # another job's release may remove the empty folder between the two calls
@@ -203,7 +209,7 @@ def acquire(manifest: str | Path, rule: str, outputs: list[str], log=print) -> P
     if taken:
         record = _read(path)
         if record is None:  # given back between our two looks
-            return acquire(manifest, rule, outputs, log)
+            return acquire_at(path, rule, outputs, log)
         if record.get("slurm_job_id") and record.get("slurm_job_id") == mine["slurm_job_id"]:
             log(f"{rule}: taking over the lease of this same SLURM job {mine['slurm_job_id']}'s earlier attempt (requeued)")
         else:
@@ -246,10 +252,41 @@ def check_run(run_dir: str | Path) -> list[str]:
     return lines
 
 
-def main_check(run_dir: str) -> None:
-    """onstart: stop the run, naming every job that still writes into it."""
-    lines = check_run(run_dir)
-    if lines:
-        print("\n".join(["Not starting: jobs of an earlier run of this workflow still write its outputs."] + lines),
-              file=sys.stderr)  # fmt: skip
-        raise SystemExit(HELD_EXIT)
+def live_leases(results: str | Path = "results") -> list[str]:
+    """check_run over every run under `results` (results/<run_id>)."""
+    root = Path(results)
+    runs = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    return [line for run in runs for line in check_run(run)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`toolcall-repro leases [--wait SECONDS] [RESULTS]`: the jobs that still write under RESULTS (default
+    results/), one line each; exit 1 while any does. --wait: poll every 30 s until none does (exit 0) or
+    SECONDS pass (exit 1): a restarted head waits for its predecessor's jobs instead of starting them again."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="toolcall-repro leases", description=main.__doc__.split("\n")[0])
+    p.add_argument("results", nargs="?", default="results")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS")
+    p.add_argument("--every", type=float, default=30.0, help=argparse.SUPPRESS)
+    p.add_argument("--head", metavar="PATH", help="take the Snakemake head's own lease at PATH, or stop (exit 1) "
+                   "naming the head that is still alive (scripts/cluster-head.sh)")  # fmt: skip
+    a = p.parse_args(argv)
+    if a.head:
+        try:
+            acquire_at(Path(a.head), "snakemake head", [], log=print)
+        except LeaseHeld as exc:
+            print(f"another Snakemake head still runs this workflow: {exc}")
+            return 1
+        print(f"head lease taken: {a.head}")
+        return 0
+    deadline = time.monotonic() + a.wait
+    while True:
+        lines = live_leases(a.results)
+        if not lines:
+            print(f"no job holds a lease under {a.results}")
+            return 0
+        print("\n".join(lines), flush=True)
+        if time.monotonic() + a.every > deadline:
+            return 1
+        time.sleep(a.every)
