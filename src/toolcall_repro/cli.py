@@ -60,6 +60,12 @@ def main(argv: list[str] | None = None) -> int:
         add_help=False,
     )
     sub.add_parser(
+        "lock-hub",
+        help="resolve every hub revision a config names to a commit sha (network) and write "
+        "<config>.hub-lock.yaml beside it, the overlay the paper run takes after its config",
+        add_help=False,
+    )
+    sub.add_parser(
         "leases",
         help="the jobs that still write under results/ (one line each; exit 1 while any does); --wait SECONDS "
         "polls until none does",
@@ -90,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         from toolcall_repro.analysis import evidence_units
 
         return evidence_units.main(rest)
+    if args.cmd == "lock-hub":
+        from toolcall_repro import hub_lock
+
+        return hub_lock.main(rest)
     if args.cmd == "leases":
         from toolcall_repro import lease
 

@@ -22,3 +22,14 @@ def load_config_arg(value: str) -> dict:
     if not isinstance(loaded, dict):
         raise ValueError(f"--config file {value} does not hold a mapping")
     return loaded
+
+
+def merged_config(configfiles, base: str | Path = "config/config.yaml") -> dict:
+    """The config a `snakemake --configfile F...` run reads: the Snakefile's base (config/config.yaml), then
+    each file merged over it key by key as Snakemake merges them (snakemake.utils.update_config)."""
+    from snakemake.utils import update_config
+
+    config = yaml.safe_load(Path(base).read_text())
+    for f in configfiles:
+        update_config(config, yaml.safe_load(Path(f).read_text()) or {})
+    return config

@@ -30,8 +30,10 @@ from pathlib import Path
 import yaml
 
 from toolcall_repro import gpu_driver
+from toolcall_repro.configarg import merged_config
 from toolcall_repro.eval.bfcl.locate import VLLMNotFound, find_vllm
 from toolcall_repro.experiment import TRAIN_DATASETS, Experiment
+from toolcall_repro.hub_lock import gated_without_token
 
 RULE_RE = re.compile(r"^(?:local)?rule (\w+):$")
 # Profile keys that deploy software (conda, apptainer, env modules): a dry-run with them asks conda.
@@ -334,18 +336,20 @@ def dryrun_problem(stderr: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def dryrun(configfile: str, profile: str, extra: list[str] | None = None) -> str:
-    """Snakemake's `-n -p` output for the profile, its software deployment left out."""
+def dryrun(configfile: str | list[str], profile: str, extra: list[str] | None = None) -> str:
+    """Snakemake's `-n -p` output for the profile, its software deployment left out (configfile: one file, or
+    the config and its overlays, e.g. its hub lock)."""
+    configfiles = [configfile] if isinstance(configfile, str) else list(configfile)
     if not (Path(profile) / "config.yaml").is_file():
         raise PlanError(f"--profile {profile}: no config.yaml there (a Snakemake profile folder)")
     with tempfile.TemporaryDirectory(prefix="plan_profile_") as tmp:
         planning, _ = without_software_deployment(profile, Path(tmp))
         cmd = [sys.executable, "-m", "snakemake", "-n", "--nolock", "-p", "--profile", str(planning),
-               "--configfile", configfile, *(extra or [])]  # fmt: skip
+               "--configfile", *configfiles, *(extra or [])]  # fmt: skip
         env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
         res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if res.returncode != 0:
-        rerun = f"snakemake -n --profile {profile} --configfile {configfile}"
+        rerun = f"snakemake -n --profile {profile} --configfile {' '.join(configfiles)}"
         why = dryrun_problem(f"{res.stderr}\n{res.stdout}")  # with a profile, Snakemake's error is on stdout
         raise PlanError(f"the dry-run failed: {why} (all of it: {rerun})")
     return res.stdout
@@ -356,12 +360,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="toolcall-repro plan", description=__doc__.split("\n\n")[0], allow_abbrev=False
     )
-    p.add_argument("--configfile", default="config/paper.yaml")
+    p.add_argument("--configfile", nargs="+", default=["config/paper.yaml"],
+                   help="the config and its overlays (its hub lock: config/paper.hub-lock.yaml)")  # fmt: skip
     p.add_argument("--profile", default="profiles/slurm")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     a, extra = p.parse_known_args(argv)
     try:
-        config = yaml.safe_load(Path(a.configfile).read_text())
+        config = merged_config(a.configfile)
         text = dryrun(a.configfile, a.profile, extra)
         profile_cfg = yaml.safe_load((Path(a.profile) / "config.yaml").read_text()) or {}
     except (PlanError, OSError, yaml.YAMLError) as exc:
@@ -385,7 +390,10 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"toolcall-repro plan: {problem}", file=sys.stderr)
         return 1
-    return 0
+    gated = gated_without_token(config)  # before the bill: the download rules would fail with a 401
+    for line in gated:
+        print(f"toolcall-repro plan: {line}", file=sys.stderr)
+    return 1 if gated else 0
 
 
 if __name__ == "__main__":

@@ -275,3 +275,26 @@ def test_plan_warns_when_a_job_asks_for_more_time_than_the_site_allows(paper_wor
     assert line.startswith("toolcall-repro plan: warning: 9 train_grpo job(s) ask for 2880 min, above the "
                            "site's max_runtime 1440 min")  # fmt: skip
     assert json.loads(res.stdout)["over_time_limit"] == {"train_grpo": {"jobs": 9, "runtime_min": 2880}}
+
+
+def test_plan_names_a_gated_repository_when_no_token_is_set(paper_workdir, tmp_path, fake_cluster_env):
+    """With the hub lock (toolcall-repro lock-hub; here from a stand-in of the hub) recording xLAM as gated,
+    the plan stops in one line per gated repository before any job when the submit host has no token."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from test_hub_lock import stand_in
+
+    from toolcall_repro import hub_lock
+    from toolcall_repro.configarg import merged_config
+
+    config = merged_config([REPO / "config" / "paper.yaml"], REPO / "config" / "config.yaml")
+    pins, _ = hub_lock.resolve(stand_in(), hub_lock.entries(config))
+    lock = hub_lock.write_lock(tmp_path / "paper.hub-lock.yaml", pins, "config/paper.yaml")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}
+    env.update(fake_cluster_env, PYTHONPATH=str(REPO / "src"), HF_HOME=str(tmp_path / "hf-home"))
+    res = run_plan(paper_workdir, env, "--configfile", "config/paper.yaml", str(lock))
+    assert res.returncode == 1, res.stderr
+    (line,) = [ln for ln in res.stderr.splitlines() if "gated" in ln]
+    assert line.startswith("toolcall-repro plan: data.sources.xlam.revision: dataset Salesforce/xlam-function")
+    assert "https://huggingface.co/datasets/Salesforce/xlam-function-calling-60k" in line
+    ok = run_plan(paper_workdir, {**env, "HF_TOKEN": "hf_stand_in"}, "--configfile", "config/paper.yaml", str(lock))
+    assert ok.returncode == 0, ok.stderr

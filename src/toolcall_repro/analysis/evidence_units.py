@@ -290,15 +290,10 @@ def rebuild_units(evidence_dir: str | Path, out_dir: str | Path, plan: Sequence[
 
 
 def load_config(configfiles: Sequence[str], base: str = "config/config.yaml") -> dict:
-    """The config a `snakemake --configfile F...` run reads: the Snakefile's base, each overlay merged
-    over it key by key as Snakemake merges them (snakemake.utils.update_config)."""
-    import yaml
-    from snakemake.utils import update_config
+    """The merged config of a `snakemake --configfile F...` run (configarg.merged_config)."""
+    from toolcall_repro.configarg import merged_config
 
-    config = yaml.safe_load(Path(base).read_text())
-    for f in configfiles:
-        update_config(config, yaml.safe_load(Path(f).read_text()) or {})
-    return config
+    return merged_config(configfiles, base)
 
 
 def main(argv: list[str] | None = None) -> int:

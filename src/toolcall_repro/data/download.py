@@ -31,6 +31,27 @@ def resolve_revision(hub_id: str, revision: str) -> str | None:
         return None
 
 
+class GatedDataset(RuntimeError):
+    """A gated repository without an accepted licence or a token: one line saying what to do."""
+
+
+def _load_hub(load_dataset, source: str, hub_id: str, revision: str | None, split: str):
+    """load_dataset at the revision; a gated repository's 401 becomes one line naming its page."""
+    from huggingface_hub.errors import GatedRepoError
+
+    try:
+        return load_dataset(hub_id, revision=revision, split=split)
+    except Exception as exc:  # datasets wraps the hub's GatedRepoError in its own DatasetNotFoundError
+        if isinstance(exc, GatedRepoError) or "gated" in str(exc).lower():
+            from toolcall_repro.hub_lock import page
+
+            raise GatedDataset(
+                f"data.sources.{source}: {hub_id} is gated: accept its terms at {page('dataset', hub_id)} with the"
+                " account whose token this host uses (HF_TOKEN, or `hf auth login`), then run again"
+            ) from exc
+        raise
+
+
 def write_rows_jsonl(rows, out: str | Path) -> int:
     """Raw rows as the source has them (key order kept; values JSON cannot hold written as strings)."""
     return write_jsonl(rows, out, sort_keys=False, default=str)
@@ -56,7 +77,7 @@ def download(
         read = {str(p): sha256_file(p) for p in data_files}
         resolved = None
     else:
-        dataset = load_dataset(hub_id, revision=revision, split=split)
+        dataset = _load_hub(load_dataset, source, hub_id, revision, split)
         read = {c["filename"]: sha256_file(c["filename"]) for c in dataset.cache_files}
         resolved = resolve_revision(hub_id, revision) if revision else None
     rows = write_rows_jsonl(dataset, out)
