@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from toolcall_repro.analysis import evidence_units
 from toolcall_repro.analysis.tabular import markdown_table
 

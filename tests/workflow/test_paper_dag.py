@@ -282,7 +282,6 @@ def test_plan_names_a_gated_repository_when_no_token_is_set(paper_workdir, tmp_p
     the plan stops in one line per gated repository before any job when the submit host has no token."""
     sys.path.insert(0, str(REPO / "tests"))
     from test_hub_lock import stand_in
-
     from toolcall_repro import hub_lock
     from toolcall_repro.configarg import merged_config
 
