@@ -316,8 +316,12 @@ def test_install_scripts_use_the_locks_they_should():
     torch_step = 'bash scripts/install-torch.sh "$PY" "$LOCK"\n'
     assert setuptools < install.index(torch_step) < install.index(wheels) and "index-url" not in install
     torch = text["install-torch.sh"]
-    torch_line = '--require-hashes --no-deps --index-url "$INDEX" --timeout 15 --retries 1 -r "$FIRST"'
-    assert torch_line in torch and torch.count('index-url "$') == 1 and "INDEX=${TORCH_INDEX_URL:-" in torch
+    # one pip call for the entry (hash-checked, no dependencies, a constraint file set aside), asked with
+    # pip's own configuration first, then with the index
+    entry = 'PIP_CONSTRAINT=/dev/null "$PY" -m pip install -q --disable-pip-version-check --require-hashes --no-deps "$@" -r "$FIRST"'
+    torch_line = 'pip_entry --index-url "$INDEX" --timeout 15 --retries 1'
+    assert entry in torch and torch_line in torch
+    assert torch.count('index-url "$') == 1 and "INDEX=${TORCH_INDEX_URL:-" in torch
     assert torch.index("entries '^torch==' >\"$FIRST\"") < torch.index(torch_line)
     assert "-m pip install -q --no-deps --no-build-isolation -e ." in text["install-from-lock.sh"]
     assert "toolcall-repro-lock.json" in text["install-from-lock.sh"]
