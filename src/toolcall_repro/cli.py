@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from toolcall_repro import archive, compare
+
+# Subcommands that parse their own arguments (add_help=False above): the module and function each runs.
+PASS_THROUGH = {
+    "plan": ("toolcall_repro.plan", "main"),
+    "digests": ("toolcall_repro.digests", "main"),
+    "stage": ("toolcall_repro.job", "stage_main"),
+    "evidence-unit": ("toolcall_repro.analysis.evidence_units", "main"),
+    "lock-hub": ("toolcall_repro.hub_lock", "main"),
+    "leases": ("toolcall_repro.lease", "main"),
+    "timing": ("toolcall_repro.timing", "main"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,34 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("b", help="results/<run_id> or an archive (.tar.gz)")
     c.add_argument("--out", help="also write the Markdown report to this file")
     args, rest = p.parse_known_args(argv)
-    if args.cmd == "plan":
-        from toolcall_repro import plan
-
-        return plan.main(rest)
-    if args.cmd == "digests":
-        from toolcall_repro import digests
-
-        return digests.main(rest)
-    if args.cmd == "stage":
-        from toolcall_repro import job
-
-        return job.stage_main(rest)
-    if args.cmd == "evidence-unit":
-        from toolcall_repro.analysis import evidence_units
-
-        return evidence_units.main(rest)
-    if args.cmd == "lock-hub":
-        from toolcall_repro import hub_lock
-
-        return hub_lock.main(rest)
-    if args.cmd == "leases":
-        from toolcall_repro import lease
-
-        return lease.main(rest)
-    if args.cmd == "timing":
-        from toolcall_repro import timing
-
-        return timing.main(rest)
+    if args.cmd in PASS_THROUGH:  # subcommands with their own argument parser: module, function
+        module, function = PASS_THROUGH[args.cmd]
+        return getattr(importlib.import_module(module), function)(rest)
     if rest:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "verify":
