@@ -27,7 +27,8 @@ CONFIGS = {
     "ci": ["--configfile", ".test/config.yaml"],
     "paper": ["--profile", "profiles/slurm-venv", "--config", "allow_unpinned_revisions=True"],
     "paper-cpu": ["--profile", "profiles/slurm-venv", "--configfile", "config/paper.yaml", ".test/paper-cpu.yaml", "--config", "allow_unpinned_revisions=True"],
-    "evidence": ["--configfile", "config/evidence.yaml"],
+    # the evidence run's own targets: `make evidence` and one seed-pair unit (`make evidence-unit`)
+    "evidence": ["--configfile", "config/evidence.yaml", "efficiency", "results/evidence/efficiency/units/multi_turn-seed1"],
 }
 
 
