@@ -28,7 +28,7 @@ CONFIGS = {
     "paper": ["--profile", "profiles/slurm-venv", "--config", "allow_unpinned_revisions=True"],
     "paper-cpu": ["--profile", "profiles/slurm-venv", "--configfile", "config/paper.yaml", ".test/paper-cpu.yaml", "--config", "allow_unpinned_revisions=True"],
     # the evidence run's own targets: `make evidence` and one seed-pair unit (`make evidence-unit`)
-    "evidence": ["--configfile", "config/evidence.yaml", "efficiency", "results/evidence/efficiency/units/multi_turn-seed1"],
+    "evidence": ["efficiency", "results/evidence/efficiency/units/multi_turn-seed1", "--configfile", "config/evidence.yaml"],
 }
 
 
@@ -58,12 +58,22 @@ def blocks(text: str) -> list[str]:
     return sorted(out)
 
 
+def targets(args: list[str]) -> list[str]:
+    """The targets of a CONFIGS entry (its arguments before the first option): first on the command line,
+    as a target after --configfile would be read as a config file."""
+    return args[: next((i for i, a in enumerate(args) if a.startswith("-")), len(args))]
+
+
+def options(args: list[str]) -> list[str]:
+    return args[len(targets(args)) :]
+
+
 def snapshot(name: str, args: list[str], work: Path) -> str:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "TOOLCALL_SLURM_PARTITION": "gpu", "TOOLCALL_SLURM_ACCOUNT": "acct"}  # fmt: skip
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     res = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "-p", "--nolock", "--forceall", *args],
+        [sys.executable, "-m", "snakemake", *targets(args), "-n", "-p", "--nolock", "--forceall", *options(args)],
         cwd=work, env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     if res.returncode != 0:
