@@ -5,7 +5,7 @@
 For each config (the embedded default, the CI size, the paper through profiles/slurm (as profiles/slurm-venv, which deploys no conda env), the paper on a CPU,
 the evidence run) it runs `snakemake -n -p --forceall` in a scratch working directory (the work tree's
 code and configs linked in, nothing of results/ read) and writes OUT_DIR/<name>.txt: one block a job,
-sorted, with its rule, wildcards, input, output, resources and shell command (whose text carries the
+sorted, with its rule, wildcards, input, output, resources (sorted by name) and shell command (whose text carries the
 job's params.job and params.files: every rerun-trigger param; the code commit in the archive's name
 is written <commit>). Run it before and after a change and
 `diff -r` the two folders: an empty diff is the refactor's proof that no job, command or param moved.
@@ -52,6 +52,9 @@ def blocks(text: str) -> list[str]:
             continue
         if line.strip().startswith(("jobid:", "reason:")):
             continue
+        if line.strip().startswith("resources: "):  # a set: Snakemake prints it in the order it merged it
+            head, _, items = line.partition("resources: ")
+            line = head + "resources: " + ", ".join(sorted(items.split(", ")))
         block.append(line.rstrip())
     if block:
         out.append("\n".join(b for b in block if b).strip())
