@@ -6,17 +6,16 @@
 # is sent to one of them by its rule:
 #   PREFIX/verl  verl and vLLM (requirements/train-verl.lock, or train-verl-cu12.lock with engines.cuda: 12:
 #                install-cluster-envs.sh --gpu --cuda 12): the rules whose env is train-verl.yaml or
-#                eval-vllm.yaml (or their -cu12 twins) at paper scale, VERL_RULES below
+#                eval-vllm.yaml (or their -cu12 twins) at paper scale
 #   PREFIX/main  requirements/main.lock (bfcl-eval included): every other rule (cpu.yaml, eval-bfcl.yaml),
 #                and any call that is not a job (no SPEC)
-# The rule is the spec's "rule" (a `use rule X as Y` twin), else its "stage". VERL_RULES is held to the
-# workflow's conda directives by tests/cluster/test_venv_deployment.py.
+# Which is the job sheet's (src/toolcall_repro/sheet.py, venv_of: the env of the spec's rule, a `use rule X
+# as Y` twin's own, else its stage's); tests/cluster/test_venv_deployment.py holds it to the workflow's
+# conda directives.
 set -euo pipefail
 PREFIX=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-VERL_RULES=" filter_single_turn filter_multi_turn train_grpo train_grpo_seed locate_vllm score_heldout score_acebench check_general_capability "
 ENV=main
 if [ "$#" -ge 3 ] && [ "$1" = -m ] && [ "$2" = toolcall_repro.job ]; then
-  RULE=$("$PREFIX/main/bin/python" -c 'import json, sys; s = json.loads(sys.argv[1]); print(s.get("rule") or s["stage"])' "$3")
-  case "$VERL_RULES" in *" $RULE "*) ENV=verl ;; esac
+  ENV=$("$PREFIX/main/bin/python" -m toolcall_repro.sheet venv "$3")
 fi
 exec "$PREFIX/$ENV/bin/python" "$@"

@@ -269,12 +269,12 @@ def test_the_model_behind_each_generation_and_the_training_jobs_resources():
     assert [exp.eval_model(t) for t in ("base", "rl", "fmt")] == ["org/base", "org/multi", "org/multi"]
     assert exp.thinking("org/multi") is True and exp.thinking("org/base") is None and exp.thinking(None) is None
     assert exp.hub_models() == ["org/base", "org/multi"]
-    assert exp.train_resources() == {"gpu": 0, "nodes": 1} and exp.job_verl()["gpus_per_node"] == 0
+    assert exp.jobs.train_resources() == {"gpu": 0, "nodes": 1} and exp.jobs.job_verl()["gpus_per_node"] == 0
     cfg["train"]["verl"] = {"nodes": 2, "gpus_per_node": 8}
     exp = Experiment(cfg)
-    assert exp.train_resources() == {"gpu": 16, "nodes": 2, "tasks_per_gpu": 0, "tasks": 2, "mpi": "srun"}
+    assert exp.jobs.train_resources() == {"gpu": 16, "nodes": 2, "tasks_per_gpu": 0, "tasks": 2, "mpi": "srun"}
     cfg["resources"] = {"train": {"nodes": 1}}  # the site's override reaches the job's verl too
-    assert Experiment(cfg).job_verl() == {"nodes": 1, "gpus_per_node": 8}
+    assert Experiment(cfg).jobs.job_verl() == {"nodes": 1, "gpus_per_node": 8}
 
 
 # --- the rules' patterns, filled in, are the units' paths -------------------------------------------------

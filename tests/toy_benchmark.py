@@ -30,9 +30,8 @@ def toy_mean(test, table: Table, scores: pd.DataFrame) -> claims.Evidence:
 
 @register("toy")
 class Toy(Benchmark):
-    """One score_toy job a (model, protocol): accuracy over its seeds."""
+    """One score_toy job a (model, protocol): accuracy over its seeds (the job sheet's score_benchmark row)."""
 
-    score_rules = {"summary": "score_toy"}
     stage_module = __name__
     statistics = {"toy_mean": toy_mean}
     claims = (

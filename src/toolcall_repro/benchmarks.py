@@ -10,8 +10,8 @@ iterate the registry; nothing else names a benchmark.
 The four of the paper register here (BFCL, ACEBench, the held-out reserve benchmark, general capability)
 and are in every run; their rules are written in workflow/rules/evaluate.smk. A benchmark from elsewhere
 joins a run through its config entry, evaluate.benchmarks.<name>: {module: <its module>, ...}: the module
-is imported (its `@register` line adds it), and one job per (model, protocol) runs its `score` stage
-(evaluate.smk's rule score_<name>) unless it writes its own rules. Seeds: evaluate.seeds, or
+is imported (its `@register` line adds it), and one job per (model, protocol) runs its `score_<name>`
+stage (evaluate.smk's one rule for them all, score_benchmark, the job sheet's row). Seeds: evaluate.seeds, or
 evaluate.benchmarks.<name>.seeds for that benchmark alone.
 """
 
@@ -37,8 +37,6 @@ class Benchmark:
     """One benchmark: its score units, seeds, generations, score files as frames, tables and statistics."""
 
     name: str = ""
-    # score kind (layout.SCORE_KINDS) -> the rule that writes that file
-    score_rules: Mapping[str, str] = {}
     # a `<name>_all` target of every score file (`target`)
     all_target: bool = True
     # on a pipeline check its tables open with tables.PIPELINE_CHECK_NOTE (a harness test, not a result)
@@ -50,6 +48,13 @@ class Benchmark:
     # its scorecard rows (claims.yaml's `claims` shape) and the statistics they read, by name
     claims: tuple[Mapping, ...] = ()
     statistics: Mapping[str, Callable] = {}
+
+    @property
+    def score_rules(self) -> dict[str, str]:
+        """Score kind (layout.SCORE_KINDS) -> the rule that writes that file: the job sheet's (sheet.py)."""
+        from toolcall_repro.sheet import score_rules
+
+        return score_rules(self.name, plugin=self.stage_module is not None)
 
     # --- the experiment's side ---------------------------------------------------------------------
 
@@ -150,7 +155,6 @@ class BFCL(Benchmark):
     """BFCL v4 (multi-turn and single-turn): every study's pairs at the evaluation seeds, the seed-variance
     study's at its own seeds (variance.json)."""
 
-    score_rules = {"summary": "summarise_bfcl", "variance": "summarise_bfcl_variance"}
     pipeline_check_note = True
 
     def summaries(self, exp) -> list:
@@ -208,7 +212,6 @@ class BFCL(Benchmark):
 class ACEBench(Benchmark):
     """ACEBench (English): evaluate.acebench.models under its one protocol, at the evaluation seeds."""
 
-    score_rules = {"summary": "summarise_acebench"}
 
     def scores(self, exp) -> list:
         protocol = exp.acebench.get("protocol", "stronger")
@@ -231,7 +234,6 @@ class Heldout(Benchmark):
     """The held-out reserve benchmark (evaluate.heldout): every protocol study again, one job a pair
     scoring the evaluation seeds and, for the seed-variance study's pairs, its seeds (variance.json)."""
 
-    score_rules = {"summary": "score_heldout", "variance": "score_heldout"}
     all_target = False  # its scores are the studies' targets (study_<name>)
 
     def scores(self, exp) -> list:
@@ -289,7 +291,6 @@ class General(Benchmark):
     """General capability (lm-eval, evaluate.general): each model once, no protocol; every model but the
     base is compared with it."""
 
-    score_rules = {"summary": "check_general_capability"}
 
     def seeds(self, exp) -> list[int]:
         return super().seeds(exp)[:1]  # lm-eval's one run: the first seed

@@ -22,6 +22,7 @@ from toolcall_repro.archive import archive_name
 from toolcall_repro.benchmarks import VARIANCE_STUDY, Benchmark, get_benchmark, run_benchmarks
 from toolcall_repro.layout import Layout, job_key, manifest_path
 from toolcall_repro.runconfig import SETTINGS, compose_sources, dataset_setting
+from toolcall_repro.sheet import JobSheet
 
 SOURCES = ("xlam", "toolace", "looptool")
 FORMAT_DATASETS = ("format_single", "format_multi")
@@ -175,6 +176,8 @@ class Experiment:
         # the run's benchmarks (benchmarks.py): the paper's four and any evaluate.benchmarks names
         self.benchmarks: dict[str, Benchmark] = run_benchmarks(config)
         self._runs: dict[tuple[str, str], tuple[dict, dict]] = {}
+        # every rule's resources and env, and a training job's verl layout (sheet.py)
+        self.jobs = JobSheet(config)
 
     def run_config(self, dataset: str, variant: str) -> dict:
         """The hyper-parameters of one training run (runconfig.compose_sources), composed once per
@@ -196,14 +199,7 @@ class Experiment:
     @property
     def paper_scale(self) -> bool:
         """`engines.training: verl`: the run that takes cluster time (its own envs, pinned inputs)."""
-        return self.config["engines"]["training"] == "verl"
-
-    @property
-    def cuda(self) -> int:
-        """engines.cuda: the CUDA major of the GPU envs (the schema holds it to gpu_driver.CUDA_CHOICES)."""
-        from toolcall_repro.gpu_driver import CUDA_MAJOR
-
-        return int(self.config["engines"].get("cuda", CUDA_MAJOR))
+        return self.jobs.paper_scale
 
     # --- data ---------------------------------------------------------------------------------------
 
@@ -391,31 +387,6 @@ class Experiment:
         return {"tag": tag, **self.config["evaluate"]["models"][tag]}
 
     # --- training -----------------------------------------------------------------------------------
-
-    def verl(self) -> dict:
-        """train.verl as configured (default: one node, no GPUs: the local engine)."""
-        return dict(self.config["train"].get("verl") or {"nodes": 1, "gpus_per_node": 0})
-
-    def train_resources(self) -> dict:
-        """SLURM resources of a training job from train.verl: one 8-GPU node, or several nodes;
-        resources.train over them.
-
-        The GPU count is the job's total; the GPU type, constraint and time are the site's (the slurm
-        profile's site settings). Several nodes also ask for one task per node (Ray head and workers
-        through srun; mpi=srun keeps the jobstep plugin from wrapping the launcher in a one-task srun).
-        """
-        verl = self.verl()
-        nodes, per_node = verl["nodes"], verl["gpus_per_node"]
-        res = {"gpu": nodes * per_node, "nodes": nodes, "tasks_per_gpu": 0}
-        if per_node == 0:
-            res = {"gpu": 0, "nodes": 1}
-        elif nodes > 1:
-            res.update(tasks=nodes, mpi="srun")
-        return {**res, **(self.config.get("resources") or {}).get("train", {})}
-
-    def job_verl(self) -> dict:
-        """train.verl as a training job gets it: its `verl` option with the job's nodes (train_resources)."""
-        return {**self.verl(), "nodes": self.train_resources()["nodes"]}
 
     def training_runs(self) -> list[TrainingRun]:
         """train.runs: every (setting, variant) at train.seed."""

@@ -6,7 +6,7 @@ options, a function of the wildcards alone, so Snakemake's params rerun trigger 
 that reads input or output is "derived" and not recorded). `params.files` (`FILES`) adds the rule's own
 `input`, `output` and `resources`. Together, one job as JSON:
 
-    {"stage": "train_grpo",           # the rule's own name, or X's for `use rule X as Y` (STAGES below)
+    {"stage": "train_grpo",           # the rule's own name, or X's for `use rule X as Y` (the sheet's)
      "rule": "train_grpo_seed",       # only a `use rule X as Y` twin names itself: else rule = stage
      "input": {"train": "...parquet", "samples": ["...", "..."]},   # the rule's named inputs
      "output": {"summary": "...", "manifest": "..."},              # the rule's named outputs
@@ -34,46 +34,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# stage -> the module of its function. A stage is named as its rule (workflow/rules/*.smk) and runs the
-# function of that name: rule `generate_bfcl` runs `toolcall_repro.eval.bfcl.jobs.generate_bfcl`. A rule
-# made by `use rule X as Y` (train_grpo_seed) runs X's stage. By hand: `toolcall-repro stage NAME` (stage_main).
-# A benchmark registered outside the package (benchmarks.py) names its stage's module in options.module.
-STAGES: dict[str, str] = {
-    # data.smk
-    "synthesize_source": "toolcall_repro.data.synthetic",
-    "download_source": "toolcall_repro.data.download",
-    "normalise_source": "toolcall_repro.data.normalise",
-    "download_lm_eval_data": "toolcall_repro.eval.general.fetch",
-    # models.smk
-    "warmstart_base_model": "toolcall_repro.engines.local.warmstart",
-    "download_model": "toolcall_repro.data.download",
-    # filter.smk
-    "filter_single_turn": "toolcall_repro.data.filter_cli",
-    "filter_multi_turn": "toolcall_repro.data.filter_cli",
-    "subset_format_study": "toolcall_repro.data.filter_cli",
-    "pool_tooln1": "toolcall_repro.data.filter_cli",
-    "report_filter": "toolcall_repro.data.report",
-    # train.smk
-    "train_grpo": "toolcall_repro.engines.train",
-    "report_efficiency": "toolcall_repro.analysis.jobs",
-    "evidence_unit": "toolcall_repro.analysis.evidence_units",
-    # evaluate.smk
-    "locate_vllm": "toolcall_repro.eval.bfcl.locate",
-    "generate_bfcl": "toolcall_repro.eval.bfcl.jobs",
-    "score_bfcl": "toolcall_repro.eval.bfcl.jobs",
-    "summarise_bfcl": "toolcall_repro.eval.bfcl.jobs",
-    "score_heldout": "toolcall_repro.eval.heldout",
-    "download_acebench": "toolcall_repro.eval.acebench.jobs",
-    "synthesize_acebench": "toolcall_repro.eval.acebench.jobs",
-    "score_acebench": "toolcall_repro.eval.acebench.jobs",
-    "summarise_acebench": "toolcall_repro.eval.acebench.jobs",
-    "check_general_capability": "toolcall_repro.eval.general.jobs",
-    # report.smk
-    "make_tables": "toolcall_repro.analysis.jobs",
-    "make_figures": "toolcall_repro.analysis.jobs",
-    "write_provenance": "toolcall_repro.provenance",
-    "archive_results": "toolcall_repro.archive",
-}
+# The stages (stage -> the module of its function) are the job sheet's (sheet.py): a stage is named as its
+# rule and runs the function of that name (rule `generate_bfcl` runs
+# `toolcall_repro.eval.bfcl.jobs.generate_bfcl`); a `use rule X as Y` twin runs X's. By hand:
+# `toolcall-repro stage NAME` (stage_main). A benchmark registered outside the package (benchmarks.py)
+# names its stage's module in options.module.
+from toolcall_repro.sheet import STAGES
 
 
 class JobError(ValueError):
@@ -174,7 +140,9 @@ def job_param(stage, *, cpu_capability, config=None, seeds=None, gpus=None, twin
     values or functions of the wildcards, and of nothing else: Snakemake records a param for its rerun
     trigger only when its function does not read input, output, threads or resources, so a changed knob
     reruns the jobs that read it. The paths travel in params.files (`files_param`). A rule is named as
-    its stage; `twin` names a `use rule X as Y` rule, which runs X's stage. gpus overrides resources.gpu.
+    its stage; `twin` names a `use rule X as Y` rule, which runs X's stage (the sheet's row, common.smk's
+    `job`). stage too may be a function of the wildcards (a plug-in benchmark's score_<name>). gpus
+    overrides resources.gpu.
     """
     from toolcall_repro.io import compact_json
 
@@ -183,7 +151,7 @@ def job_param(stage, *, cpu_capability, config=None, seeds=None, gpus=None, twin
 
     def spec(wildcards):
         out = {
-            "stage": stage,
+            "stage": value(stage, wildcards),
             "config": value(config, wildcards),
             "seeds": value(seeds, wildcards) or {},
             "options": {"cpu_capability": cpu_capability, **{k: value(v, wildcards) for k, v in options.items()}},

@@ -212,7 +212,7 @@ def gpu_jobs_plan(jobs: list[Job], exp: Experiment, retries: int = 0, root: Path
         "train_rows": {k: {"rows": v[0], "from": v[1]} for k, v in rows.items()},
         # what the GPU nodes' driver must be for the CUDA of the GPU locks engines.cuda chose (gpu_driver),
         # said before the bill
-        "gpu_driver": gpu_driver.requirement(exp.cuda) if planned else None,
+        "gpu_driver": gpu_driver.requirement(exp.jobs.cuda) if planned else None,
     }
 
 
@@ -381,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     plan["over_time_limit"] = {rule: {"jobs": n, "runtime_min": m} for rule, (n, m) in sorted(over.items())}
     problem = None
     try:
-        plan["bfcl_vllm"] = bfcl_vllm(jobs, profile_cfg, exp.cuda)
+        plan["bfcl_vllm"] = bfcl_vllm(jobs, profile_cfg, exp.jobs.cuda)
     except VLLMNotFound as exc:
         problem = f"generate_bfcl will find no `vllm` to serve with: {exc}"
     print(json.dumps(plan, indent=2) if a.json else format_plan(plan))

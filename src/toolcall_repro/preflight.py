@@ -181,7 +181,7 @@ def validate_config(config: Mapping, experiment: Experiment | None = None) -> li
         run, where = exp.run_config(dataset, variant), exp.run_sources(dataset, variant)
         out += run_problems(run, engine, where)
         if exp.paper_scale and not out:
-            out += _verl_problems(run, exp.job_verl(), f"{dataset}/{variant}")
+            out += _verl_problems(run, exp.jobs.job_verl(), f"{dataset}/{variant}")
     out += problems(config, exp)
     return list(dict.fromkeys(out))  # one variant read by two settings: one line
 

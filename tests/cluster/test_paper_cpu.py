@@ -38,6 +38,8 @@ import yaml
 import yte
 from _workflow_helpers import REPO, _git_env, make_workdir
 
+from toolcall_repro.sheet import cluster_rules, venv_of
+
 MAIN_VENV, VERL_VENV = REPO / ".venv", REPO / ".venv-verl"
 INSTALL = REPO / "scripts" / "install-cluster-envs.sh"
 SLURM_PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
@@ -45,12 +47,6 @@ CONFIG = ("--configfile", "config/paper.yaml", ".test/paper-cpu.yaml")
 RUN = "results/paper-cpu"
 SINGLE = f"{RUN}/train/single_turn"
 MODEL = "rl-single"  # every study's model in the toy: the single-turn efficient run's final checkpoint
-# the rules that hold GPUs at paper scale (profiles/slurm's set-resources): each must be an sbatch job here
-GPU_RULES = {"filter_single_turn", "filter_multi_turn", "train_grpo", "generate_bfcl", "score_acebench",
-             "check_general_capability"}  # fmt: skip
-# the rules whose env is train-verl or eval-vllm (PREFIX/verl: scripts/cluster-envs-python.sh)
-VERL_RULES = {"filter_single_turn", "filter_multi_turn", "train_grpo", "locate_vllm", "score_acebench",
-              "check_general_capability"}  # fmt: skip
 # this cluster's site block (profiles/slurm, "Site settings"): short time limits, all else the shipped one
 SITE = {"train_runtime": 30, "gpu_runtime": 30}
 INTERRUPT = {"efficient": "CANCELLED", "vanilla": "TIMEOUT"}  # how each training's first attempt ends
@@ -236,9 +232,18 @@ def _records(work: Path) -> list[dict]:
     return [dict(zip(keys, line.split("\t"), strict=True)) for line in lines[1:]]
 
 
+def ran(work: Path) -> set[str]:
+    """The rules whose jobs wrote a manifest (a `use rule` twin's are filed under its own name)."""
+    manifests = work / RUN / "manifests"
+    return {m.relative_to(manifests).parts[0] for m in manifests.rglob("*.json")}
+
+
 def test_every_gpu_rule_ran_as_an_sbatch_job_in_a_job_step_and_is_in_sacct(run):
     records = _records(run)
-    assert GPU_RULES <= {r["rule"] for r in records}, records
+    # the rules that hold GPUs at paper scale (the job sheet's; profiles/slurm's set-resources)
+    gpu_rules = set(cluster_rules()) & ran(run)
+    assert {"filter_single_turn", "train_grpo", "generate_bfcl"} <= gpu_rules
+    assert gpu_rules <= {r["rule"] for r in records}, records
     for r in records:
         # the jobstep plugin runs the rule in a step of its own (srun): JOBID.0
         assert f"{r['job']}.0" in r["steps"].split(","), r
@@ -261,9 +266,10 @@ def test_each_job_ran_in_the_venv_of_its_rule(run):
     for manifest in (run / RUN / "manifests").rglob("*.json"):
         rule = manifest.relative_to(run / RUN / "manifests").parts[0]
         env = json.loads(manifest.read_text())["machine"]["lock"]["env"]
-        assert env == (verl_lock if rule in VERL_RULES else "main"), (rule, env)
+        # the venv of its rule's env (train-verl or eval-vllm: PREFIX/verl), as the job sheet says
+        assert env == (verl_lock if venv_of({"stage": rule}) == "verl" else "main"), (rule, env)
         seen.add(rule)
-    assert VERL_RULES <= seen and "generate_bfcl" in seen
+    assert {"train_grpo", "locate_vllm", "generate_bfcl"} <= seen
 
 
 def _complete(lines: list[str]) -> list[dict]:

@@ -50,7 +50,7 @@ with SnakemakeApi() as api:
 
 
 def stand_in_prefix(tmp_path: Path) -> Path:
-    """PREFIX with the real dispatcher and stand-in venvs that say which one ran (main's parses the spec
+    """PREFIX with the real dispatcher and stand-in venvs that say which one ran (main's asks the job sheet
     with a real Python, as the dispatcher asks it to)."""
     prefix = tmp_path / "envs"
     (prefix / "bin").mkdir(parents=True)
@@ -58,7 +58,7 @@ def stand_in_prefix(tmp_path: Path) -> Path:
     for name in ("main", "verl"):
         py = prefix / name / "bin" / "python"
         py.parent.mkdir(parents=True)
-        real = f'[ "$1" = -c ] && exec {sys.executable} "$@"\n' if name == "main" else ""
+        real = f'[ "$2" = toolcall_repro.sheet ] && exec {sys.executable} "$@"\n' if name == "main" else ""
         py.write_text(f"#!/usr/bin/env bash\n{real}echo {name}\n")
         py.chmod(0o755)
     (prefix / "bin" / "python").chmod(0o755)
@@ -81,6 +81,11 @@ def test_every_rule_goes_to_the_venv_of_its_conda_env(tmp_path):
                              capture_output=True, text=True, timeout=60)  # fmt: skip
         want = "verl" if Path(env_file).name in VERL_ENVS else "main"
         assert out.stdout.strip() == want, (rule, env_file, out.stdout, out.stderr)
+    # a plug-in benchmark's score job (score_benchmark, whose env is eval-vllm at paper scale): verl's
+    plugin = {"stage": "score_toy", "options": {"module": "toy_benchmark"}}
+    out = subprocess.run([str(prefix / "bin" / "python"), "-m", "toolcall_repro.job", json.dumps(plugin), "{}"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.stdout.strip() == "verl", out.stderr
     # not a job: main's
     out = subprocess.run([str(prefix / "bin" / "python"), "-V"], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "main"

@@ -1,6 +1,6 @@
 """The DAG grows by a benchmark registered from the test tree (tests/toy_benchmark.py): its config entry
-names the module, and the rules (evaluate.smk's score_<name> and <name>_all), the results stage's inputs
-and nothing else move."""
+names the module, and the rules (evaluate.smk's score_benchmark, whose jobs are the benchmark's
+score_<name>, and <name>_all), the results stage's inputs and nothing else move."""
 
 from pathlib import Path
 
@@ -21,14 +21,16 @@ def test_a_registered_benchmark_grows_the_dag_by_its_jobs(smk, make_config, tmp_
     plain = smk("-n", "--nolock", env=env)
     grown = smk("-n", "--nolock", "-p", "--configfile", str(config), env=env)
     assert plain.returncode == 0 and grown.returncode == 0, plain.stderr + grown.stderr
-    assert job_counts(grown.stdout) == {**job_counts(plain.stdout), "score_toy": 2}
+    assert job_counts(grown.stdout) == {**job_counts(plain.stdout), "score_benchmark": 2}
     for protocol in ("default", "stronger"):
         assert f"eval/toy/base/{protocol}/summary.json" in grown.stdout
     assert "toy_benchmark" in grown.stdout  # the job entry imports the stage's module (options.module)
+    # filed under the benchmark's own score rule (benchmarks.py: score_rules), as the analysis reads them
+    assert "manifests/score_toy/base-default.json" in grown.stdout and '"stage":"score_toy"' in grown.stdout
     # its own named target, as every benchmark's
     target = smk("toy_all", "-n", "--nolock", "--configfile", str(config), env=env)
     assert target.returncode == 0, target.stderr
-    assert job_counts(target.stdout)["score_toy"] == 2 and "make_tables" not in job_counts(target.stdout)
+    assert job_counts(target.stdout)["score_benchmark"] == 2 and "make_tables" not in job_counts(target.stdout)
 
 
 def test_one_benchmarks_seeds_move_its_jobs_alone(smk, make_config, tmp_path):

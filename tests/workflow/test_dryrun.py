@@ -17,9 +17,6 @@ def job_counts(stdout: str) -> dict[str, int]:
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
-TWIN_OF = {"train_grpo_seed": "train_grpo", "summarise_bfcl_variance": "summarise_bfcl"}
-
-
 def test_embedded_default_dag(smk):
     res = smk("-n", "--nolock")
     assert res.returncode == 0, res.stderr
@@ -87,8 +84,8 @@ def test_rulegraph_is_a_graph_with_the_same_rules_for_every_config(smk):
 def test_every_job_runs_through_the_job_entry_with_its_own_paths(smk, configfile):
     """Each rule's body is the one job entry, and its spec names exactly the files Snakemake gives the job
     (so the manifest checksums what the DAG says), a known stage, and the rule the manifest is filed under."""
-    from toolcall_repro.job import STAGES
     from toolcall_repro.plan import parse_dryrun
+    from toolcall_repro.sheet import STAGES, kind
 
     res = smk("-n", "-p", "--forceall", "--nolock", "--configfile", configfile, *UNPINNED)
     assert res.returncode == 0, res.stderr
@@ -98,8 +95,8 @@ def test_every_job_runs_through_the_job_entry_with_its_own_paths(smk, configfile
         spec = j.spec
         assert spec is not None, (j.rule, j.shell)
         assert spec["stage"] in STAGES, spec["stage"]
-        # rule name = stage name = function name; a `use rule X as Y` twin runs X's stage
-        assert spec["stage"] == TWIN_OF.get(j.rule, j.rule), (j.rule, spec["stage"])
+        # rule name = stage name = function name; a `use rule X as Y` twin runs X's stage (the sheet's row)
+        assert spec["stage"] == kind(j.rule).stage, (j.rule, spec["stage"])
         assert sorted(spec["files"]["input"]) == sorted(j.inputs if j.inputs != [""] else []), j.rule
         assert sorted(spec["files"]["output"]) == sorted(j.outputs), j.rule
         # the job records its rule (a twin names itself), and its manifest is filed under it

@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from toolcall_repro.plan import parse_dryrun
+from toolcall_repro.sheet import JobSheet
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _workflow_helpers import UNPINNED, make_workdir, snakemake, write_config, write_fake_cluster  # noqa: E402
@@ -106,9 +108,11 @@ def test_generate_bfcl_serves_with_the_vllm_that_locate_vllm_finds_in_the_vllm_e
     (locate,) = [j for j in paper_jobs if j.rule == "locate_vllm"]
     assert bfcl and all(set(locate.outputs) & set(j.inputs) for j in bfcl)
     assert "locate_vllm" in local_rules() and not upstream(locate, by_output)  # first, on the submit host
-    rule = re.search(r"^rule locate_vllm:\n(?:    .*\n|\n)*", (REPO / "workflow/rules/evaluate.smk").read_text(), re.M)
-    # eval-vllm.yaml, or its CUDA 12 twin (engines.cuda; tests/workflow/test_cuda_envs.py reads both)
-    assert re.search(r'conda:\n\s+gpu_env\("eval-vllm"\)\n', rule[0])
+    # eval-vllm.yaml at both scales, or its CUDA 12 twin (engines.cuda; tests/workflow/test_cuda_envs.py reads
+    # both): the job sheet's row, which the rule reads (tests/test_sheet.py holds every rule's env to it)
+    for name in ("config.yaml", "paper.yaml"):
+        config = yaml.safe_load((REPO / "config" / name).read_text())
+        assert JobSheet(config).env("locate_vllm") == "../envs/eval-vllm.yaml", name
     # and a hung `vllm serve` fails the job after evaluate.bfcl.server_timeout_s instead of holding the GPU
     assert {j.run_config["bfcl"]["server_timeout_s"] for j in bfcl} == {1800}
 

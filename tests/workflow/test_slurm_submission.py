@@ -55,3 +55,28 @@ def test_training_job_submission(tmp_path, workdir, smk, make_config, fake_clust
     calls = (record_dir / "python.calls").read_text()
     assert "-m pip install -q --no-deps --no-build-isolation -e ." in calls
     assert "- train-verl requirements/train-verl.lock" in calls
+
+
+def test_a_plug_in_benchmark_score_job_gets_the_sheets_gpu_resources(tmp_path, workdir, smk, make_config, fake_cluster):
+    """A benchmark registered from outside the package (tests/toy_benchmark.py) scores at paper scale through
+    the sheet's score_benchmark row: one evaluation GPU of the site's type, its time, memory and CPUs. Before
+    the sheet its rule (score_<name>) was in no list of the profile's and went out with the CPU defaults."""
+    env, record_dir = fake_cluster
+    env = {**env, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}  # toy_benchmark
+    run_id = "slurmtest-plugin"
+    toy = {"toy": {"module": "toy_benchmark", "models": ["base"], "protocols": ["default"]}}
+    cfg = make_config(tmp_path, "config/paper.yaml", {"run_id": run_id, "evaluate": {"benchmarks": toy},
+                                                      "allow_unpinned_revisions": True})  # fmt: skip
+    (workdir / "results" / run_id / "models" / "hub" / "Qwen--Qwen3-4B").mkdir(parents=True)
+    res = smk(
+        "--profile", "profiles/slurm", "--configfile", str(cfg),
+        "--slurm-init-seconds-before-status-checks", "1", "--latency-wait", "1", "--retries", "0",
+        "--allowed-rules", "score_benchmark", "--", f"results/{run_id}/eval/toy/base/default/summary.json",
+        env=env, timeout=300,
+    )  # fmt: skip
+    subs = submissions(record_dir)
+    assert len(subs) == 1, res.stdout + res.stderr
+    args = " ".join(subs[0])
+    assert "--gpus=a100:1" in args and "-t 480" in args and "--mem 64000" in args, args
+    assert "--cpus-per-task=8" in args and ("-C a100" in args or "--constraint" in args), args
+    assert "--target-jobs 'score_benchmark:benchmark=toy,model=base,protocol=default'" in args, args

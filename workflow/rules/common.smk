@@ -4,11 +4,11 @@ import yaml
 
 from toolcall_repro.archive import code_tag
 from toolcall_repro.experiment import SOURCES, Experiment
-from toolcall_repro.gpu_driver import env_name
 from toolcall_repro.job import files_param, job_param
 from toolcall_repro.preflight import check_config
 from toolcall_repro.provenance import config_hash
 from toolcall_repro.runconfig import ConfigError, schema_problem
+from toolcall_repro.sheet import kind, plugin_rule
 
 
 report: "../report/workflow.rst"
@@ -34,10 +34,11 @@ THREADS = config["engines"]["threads"]
 WARMSTART_THREADS = config["engines"].get("warmstart_threads", THREADS)
 # Every job's CPU kernels (torch, MKL, oneDNN), set by the job entry before torch loads: toolcall_repro.machine.
 CPU_CAPABILITY = config["engines"]["cpu_capability"]
-# The CUDA major of the GPU envs (engines.cuda, default 13): 12 swaps train-verl and eval-vllm for their
-# CUDA 12 twins (*-cu12.yaml), for GPU nodes whose NVIDIA driver is older than 580 (docs/cluster.md).
-CUDA = EXP.cuda
-VERL = EXP.verl()  # train.verl; a training job's resources: EXP.train_resources()
+# The job sheet (toolcall_repro.sheet): each rule's stage, resources and env for this config. The CUDA major
+# of the GPU envs (engines.cuda, default 13): 12 swaps train-verl and eval-vllm for their CUDA 12 twins
+# (*-cu12.yaml), for GPU nodes whose NVIDIA driver is older than 580 (docs/cluster.md).
+JOBS = EXP.jobs
+CUDA = JOBS.cuda
 # The run's archive, named for the code commit and the config (EXP.archive), and the `efficiency` target's
 # own (it builds no tables, so the whole run's archive is not its end).
 ARCHIVE_WEIGHTS = config.get("archive", {}).get("weights", "final")
@@ -73,11 +74,17 @@ def job_files(wildcards, input, output, resources):
     return files_param(wildcards, input, output, resources, cuda=CUDA)
 
 
-def job(stage, **spec):
-    """A rule's params: files (job_files) and job (toolcall_repro.job.job_param)."""
+def job(name, stage=None, **spec):
+    """A rule's params: files (job_files) and job (toolcall_repro.job.job_param) of the sheet's row: the
+    stage it runs (`stage`: a function of the wildcards, for score_benchmark's plug-ins), and for a
+    `use rule X as Y` twin its own name."""
+    row = kind(name)
+    twin = name if row.twin_of else None
     return {
         "files": job_files,
-        "job": job_param(stage, cpu_capability=CPU_CAPABILITY, **spec),
+        "job": job_param(
+            stage or row.stage, cpu_capability=CPU_CAPABILITY, twin=twin, **spec
+        ),
     }
 
 
@@ -85,20 +92,16 @@ def job(stage, **spec):
 JOB = "python -m toolcall_repro.job {params.job:q} {params.files:q} > {log} 2>&1"
 
 
-def gpu_env(name):
-    """The env file of `name` built for engines.cuda: train-verl and eval-vllm have a CUDA 12 twin."""
-    return f"../envs/{env_name(name, CUDA)}.yaml"
+def rule_env(name):
+    """A rule's software environment (the sheet's): its own at paper scale (the build of engines.cuda),
+    the CPU environment on the embedded default."""
+    return JOBS.env(name)
 
 
-def env(paper_env):
-    """A rule's software environment: its own at paper scale (the build of engines.cuda), the CPU
-    environment on the embedded default."""
-    return gpu_env(paper_env) if PAPER_SCALE else "../envs/cpu.yaml"
-
-
-def stage_resources(stage, **defaults):
-    """Cluster resources of a stage: config['resources'][stage] (paper scale) over the defaults."""
-    return {**defaults, **config.get("resources", {}).get(stage, {})}
+def rule_resources(name):
+    """A rule's cluster resources (the sheet's): gpu=0 for a CPU job; a GPU class's from config
+    (config['resources'][class] at paper scale, a training job's from train.verl)."""
+    return JOBS.resources(name)
 
 
 def heldout_cfg():
@@ -122,20 +125,20 @@ def early_model_output():
     return {"early": directory(LAYOUT.early_model())} if tiny.get("early_step") else {}
 
 
-def train_job(seeds, twin=None):
-    """params.job of a training run: its run config, its seeds, the engine and the launcher's options
-    (twin: the name of a `use rule train_grpo as ...` rule)."""
+def train_job(name, seeds):
+    """params.job of a training run (train_grpo, or its `use rule` twin): its run config, its seeds, the
+    engine and the launcher's options."""
+    verl = JOBS.verl
     return job(
-        "train_grpo",
-        twin=twin,
+        name,
         config=lambda w: EXP.run_config(w.dataset, w.variant),
         seeds=seeds,
-        gpus=VERL["nodes"] * VERL["gpus_per_node"],
+        gpus=verl["nodes"] * verl["gpus_per_node"],
         engine=config["engines"]["training"],
         threads=THREADS,  # from config, never scaled by --cores: same seed, same numbers
         trackers=config["engines"].get("tracking", []),  # live curves, never read back
-        nodes=EXP.train_resources()["nodes"],
-        verl={**VERL, "trackers": config["engines"].get("tracking", [])},
+        nodes=JOBS.train_resources()["nodes"],
+        verl={**verl, "trackers": config["engines"].get("tracking", [])},
         launcher=os.path.join("workflow", "scripts", "verl", "launch_verl.sh"),
     )
 

@@ -14,7 +14,6 @@ localrules:
 # BFCL's env cannot hold vLLM (numpy), so generate_bfcl serves with the vLLM env's `vllm`: locate_vllm runs
 # inside eval-vllm.yaml, or its CUDA 12 twin with engines.cuda: 12 (deployed by --sdm conda; else VLLM_BIN /
 # VERL_PYTHON) and records where it is.
-# A rule of its own, not the frame: tests/workflow/test_paper_dag.py reads its conda env from this block.
 rule locate_vllm:
     output:
         vllm=LAYOUT.vllm_record(),
@@ -24,7 +23,7 @@ rule locate_vllm:
     benchmark:
         LAYOUT.benchmark("locate_vllm")
     conda:
-        gpu_env("eval-vllm")
+        rule_env("locate_vllm")
     threads: 1
     resources:
         gpu=0,
@@ -55,10 +54,10 @@ use rule job_frame as generate_bfcl with:
     benchmark:
         LAYOUT.benchmark("generate_bfcl", "{model}", "{protocol}", "{seed}")
     conda:
-        env("eval-bfcl")
+        rule_env("generate_bfcl")
     threads: THREADS
     resources:
-        **stage_resources("evaluate", gpu=0),
+        **rule_resources("generate_bfcl"),
     params:
         **job(
             "generate_bfcl",
@@ -85,7 +84,7 @@ use rule job_frame as score_bfcl with:
     benchmark:
         LAYOUT.benchmark("score_bfcl", "{model}", "{protocol}", "{seed}")
     conda:
-        env("eval-bfcl")
+        rule_env("score_bfcl")
     params:
         **job(
             "score_bfcl",
@@ -109,10 +108,10 @@ use rule job_frame as score_heldout with:
     benchmark:
         LAYOUT.benchmark("score_heldout", "{model}", "{protocol}")
     conda:
-        env("eval-vllm")
+        rule_env("score_heldout")
     threads: THREADS
     resources:
-        **stage_resources("evaluate", gpu=0),
+        **rule_resources("score_heldout"),
     params:
         **job(
             "score_heldout",
@@ -164,8 +163,7 @@ use rule summarise_bfcl as summarise_bfcl_variance with:
         LAYOUT.benchmark("summarise_bfcl_variance", "{model}", "{protocol}")
     params:
         **job(
-            "summarise_bfcl",
-            twin="summarise_bfcl_variance",
+            "summarise_bfcl_variance",
             config={"seeds": EXP.variance_seeds()},
             seeds={"eval": EXP.variance_seeds()},
         ),
@@ -224,10 +222,10 @@ use rule job_frame as score_acebench with:
     benchmark:
         LAYOUT.benchmark("score_acebench", "{model}", "{protocol}", "{seed}")
     conda:
-        env("eval-vllm")
+        rule_env("score_acebench")
     threads: THREADS
     resources:
-        **stage_resources("evaluate", gpu=0),
+        **rule_resources("score_acebench"),
     params:
         **job(
             "score_acebench",
@@ -273,10 +271,10 @@ rule check_general_capability:
     benchmark:
         LAYOUT.benchmark("check_general_capability", "{model}")
     conda:
-        env("eval-vllm")
+        rule_env("check_general_capability")
     threads: THREADS
     resources:
-        **stage_resources("evaluate", gpu=0),
+        **rule_resources("check_general_capability"),
     params:
         **job(
             "check_general_capability",
@@ -304,45 +302,41 @@ for _study in EXP.studies:
             EXP.study_outputs(_study),
 
 
-# --- a benchmark from outside the package (benchmarks.py, evaluate.benchmarks.<name>.module): one job a ------
-# (model, protocol) pair runs its score_<name> stage and writes its summary.
+# --- benchmarks from outside the package (benchmarks.py, evaluate.benchmarks.<name>.module): one rule for all
+# of them, a job a (benchmark, model, protocol) that runs the benchmark's score_<name> stage and writes its
+# summary; its manifests and logs are score_<name>'s (the benchmark's score rule).
+PLUGINS = {b.name: b for b in EXP.benchmarks.values() if b.stage_module}
 
+if PLUGINS:
 
-for _bench in EXP.benchmarks.values():
-    if _bench.stage_module:
-
-        rule:
-            name:
-                f"score_{_bench.name}"
-            input:
-                model=lambda w: EXP.model_dir(w.model),
-            output:
-                summary=LAYOUT.score(_bench.name, "{model}", "{protocol}", "summary"),
-                manifest=LAYOUT.manifest(
-                    f"score_{_bench.name}", "{model}", "{protocol}"
-                ),
-            log:
-                LAYOUT.log(f"score_{_bench.name}", "{model}", "{protocol}"),
-            benchmark:
-                LAYOUT.benchmark(f"score_{_bench.name}", "{model}", "{protocol}")
-            conda:
-                env("eval-vllm")
-            threads: 1
-            resources:
-                **stage_resources("evaluate", gpu=0),
-            params:
-                **job(
-                    f"score_{_bench.name}",
-                    config=lambda w, b=_bench.name: {
-                        "benchmark": subtree("evaluate", "benchmarks", b),
-                        "protocol": protocol_spec(w.protocol, 0, w.model),
-                        "model": EXP.model_spec(w.model),
-                    },
-                    seeds={"eval": EXP.benchmark_seeds(_bench.name)},
-                    module=_bench.stage_module,
-                ),
-            shell:
-                JOB
+    use rule job_frame as score_benchmark with:
+        input:
+            model=lambda w: EXP.model_dir(w.model),
+        output:
+            summary=LAYOUT.score("{benchmark}", "{model}", "{protocol}", "summary"),
+            manifest=LAYOUT.manifest("score_{benchmark}", "{model}", "{protocol}"),
+        log:
+            LAYOUT.log("score_{benchmark}", "{model}", "{protocol}"),
+        benchmark:
+            LAYOUT.benchmark("score_{benchmark}", "{model}", "{protocol}")
+        wildcard_constraints:
+            benchmark="|".join(PLUGINS),
+        conda:
+            rule_env("score_benchmark")
+        resources:
+            **rule_resources("score_benchmark"),
+        params:
+            **job(
+                "score_benchmark",
+                stage=lambda w: plugin_rule(w.benchmark),
+                config=lambda w: {
+                    "benchmark": subtree("evaluate", "benchmarks", w.benchmark),
+                    "protocol": protocol_spec(w.protocol, 0, w.model),
+                    "model": EXP.model_spec(w.model),
+                },
+                seeds=lambda w: {"eval": EXP.benchmark_seeds(w.benchmark)},
+                module=lambda w: PLUGINS[w.benchmark].stage_module,
+            ),
 
 
 # --- each benchmark's scores are one named target: <name>_all (benchmarks.py) --------------------------

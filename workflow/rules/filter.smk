@@ -26,10 +26,10 @@ use rule job_frame as filter_single_turn with:
     # The trainings wait on the filters: they go first too (train.smk).
     priority: 1
     conda:
-        env("eval-vllm")
+        rule_env("filter_single_turn")
     threads: THREADS
     resources:
-        **stage_resources("filter", gpu=0),
+        **rule_resources("filter_single_turn"),
     params:
         **job(
             "filter_single_turn",

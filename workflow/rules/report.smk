@@ -129,10 +129,10 @@ rule archive_results:
     benchmark:
         LAYOUT.archive_benchmark(ARCHIVE)
     conda:
-        "../envs/cpu.yaml"
+        rule_env("archive_results")
     threads: 1
     resources:
-        gpu=0,
+        **rule_resources("archive_results"),
     params:
         **job(
             "archive_results",
@@ -158,8 +158,7 @@ use rule archive_results as archive_efficiency with:
         LAYOUT.archive_benchmark(EFFICIENCY_ARCHIVE)
     params:
         **job(
-            "archive_results",
+            "archive_efficiency",
             run_dir=RUN,
             weights=ARCHIVE_WEIGHTS,
-            twin="archive_efficiency",
         ),

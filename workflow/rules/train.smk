@@ -22,12 +22,12 @@ use rule job_frame as train_grpo with:
     # jobs on every core rather than on one training with the other cores idle (scheduling only).
     priority: 2
     conda:
-        env("train-verl")
+        rule_env("train_grpo")
     threads: THREADS
     resources:
-        **EXP.train_resources(),
+        **rule_resources("train_grpo"),
     params:
-        **train_job({"train": subtree("train", "seed")}),
+        **train_job("train_grpo", {"train": subtree("train", "seed")}),
 
 
 # The efficiency experiment: the same training rule at other seeds (train.efficiency.runs); seed
@@ -52,7 +52,7 @@ use rule train_grpo as train_grpo_seed with:
             "train_grpo_seed", LAYOUT.training_key("{dataset}", "{variant}", "{seed}")
         )
     params:
-        **train_job(lambda w: {"train": int(w.seed)}, twin="train_grpo_seed"),
+        **train_job("train_grpo_seed", lambda w: {"train": int(w.seed)}),
 
 
 localrules:
