@@ -4,6 +4,7 @@ before any job with a short message naming key, value and what is allowed."""
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -32,13 +33,25 @@ def load(path="config/config.yaml") -> dict:
 def test_schema_and_registries_are_the_same_sets():
     setting, filt, down = DEFS["setting"]["properties"], DEFS["filter_rule"], DEFS["downsample_rule"]
     assert set(SCHEMA["properties"]["engines"]["properties"]["training"]["enum"]) == set(rc.ENGINES)
-    assert set(setting["loss_agg"]["enum"]) == {m for modes in rc.LOSS_AGG.values() for m in modes}
-    assert set(down["properties"]["selection"]["enum"]) == set(SELECTIONS)
-    assert set(down["properties"]["advantage_scope"]["enum"]) == set(SCOPES)
-    assert set(filt["properties"]["semantics"]["enum"]) == set(SEMANTICS)
+    # the RL core's registries and runconfig's limits are listed once, in the package: the schema holds
+    # their types only (no copy of the names or of m's range to drift), preflight their values
+    def enums(node):
+        if isinstance(node, dict):
+            yield from node.get("enum", [])
+            for v in node.values():
+                yield from enums(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from enums(v)
+
+    listed = set(enums(SCHEMA))
+    for names in (SELECTIONS, SCOPES, SEMANTICS, LOSS_AGG_MODES, rc.VERL_ONLY_LOSS_AGG):
+        assert not listed & set(names), names
+    for prop in (setting["loss_agg"], down["properties"]["selection"], down["properties"]["advantage_scope"],
+                 filt["properties"]["semantics"], down["properties"]["m"]):  # fmt: skip
+        assert "enum" not in prop and "minimum" not in prop, prop
     assert set(filt["properties"]) == set(rc.FILTER_KEYS)
     assert set(down["properties"]) == set(rc.DOWNSAMPLE_KEYS)
-    assert down["properties"]["m"]["minimum"] == rc.M_MIN
     assert filt["properties"]["probe_every"]["minimum"] == 1  # StreakFilter's (rl.filter_problems)
     # every key a setting may set is a run key (of every engine, or of one: ENGINE_KEYS, which the other
     # engine refuses by name), and the schema requires what the run config requires
@@ -258,3 +271,20 @@ def test_tracking_takes_verl_loggers_only_with_the_verl_engine():
     bad["engines"]["tracking"] = ["neptune"]
     with pytest.raises(WorkflowError):
         validate(bad, str(SCHEMA_PATH))
+
+
+def test_ms_range_and_the_effective_m_are_worked_out_in_runconfig_alone():
+    """One home for m's range (M_MIN, m_problem) and for the m a run back-propagates (effective_m): a copy
+    elsewhere in the package (a bound of its own, `m or n` worked out again) fails here."""
+    copies = re.compile(r"\bM_MIN\b|\.get\(\"m\"\)\s*or\b|\[\"m\"\]\)?\s+if\s+\w+\s+else\s+\w+")
+    found = [
+        f"{p.relative_to(REPO)}:{i}: {line.strip()}"
+        for p in sorted((REPO / "src").rglob("*.py"))
+        if p.name != "runconfig.py"
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if copies.search(line)
+    ]
+    assert found == []
+    assert rc.effective_m({"n": 8, "downsample": None}) == 8
+    assert rc.effective_m({"n": 16, "downsample": {"m": 8}}) == 8
+    assert rc.m_problem(1, 8) == "an int in [2, n=8]" and rc.m_problem(8, 8) is None

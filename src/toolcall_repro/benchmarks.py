@@ -64,7 +64,7 @@ class Benchmark:
 
     def seeds(self, exp) -> list[int]:
         """The seeds it is scored at: its own (evaluate.benchmarks.<name>.seeds), else evaluate.seeds."""
-        return list(self.spec(exp).get("seeds") or exp.config["evaluate"]["seeds"])
+        return list(self.spec(exp).get("seeds") or exp.eval_seeds())
 
     def scores(self, exp) -> list:
         """Every score file the results stage reads of it (experiment.Score units)."""

@@ -166,7 +166,7 @@ class Experiment:
                 name,
                 tuple(spec["models"]),
                 tuple(spec["protocols"]),
-                tuple(spec.get("seeds", evaluate["seeds"])),
+                tuple(spec.get("seeds", self.eval_seeds())),
                 tuple(spec.get("benchmarks", default_benchmarks)),
             )
             for name, spec in evaluate["studies"].items()

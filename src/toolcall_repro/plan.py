@@ -34,6 +34,7 @@ from toolcall_repro.configarg import merged_config
 from toolcall_repro.eval.bfcl.locate import VLLMNotFound, find_vllm
 from toolcall_repro.experiment import TRAIN_DATASETS, Experiment
 from toolcall_repro.hub_lock import gated_without_token
+from toolcall_repro.runconfig import effective_m
 
 RULE_RE = re.compile(r"^(?:local)?rule (\w+):$")
 # Profile keys that deploy software (conda, apptainer, env modules): a dry-run with them asks conda.
@@ -154,7 +155,7 @@ def train_rows(exp: Experiment, root: Path = Path(".")) -> dict[str, tuple[int |
 def training_plan(run: dict, rows: int | None) -> dict:
     """Steps, rollouts and update rows of one GRPO run (drop_last batches; max_steps caps the plan)."""
     batch, n, epochs = int(run["batch_size"]), int(run["n"]), int(run["epochs"])
-    m = int((run.get("downsample") or {}).get("m") or n)
+    m = effective_m(run)
     per_epoch = rows // batch if rows is not None else None
     planned = per_epoch * epochs if per_epoch is not None else None
     cap = run.get("max_steps")

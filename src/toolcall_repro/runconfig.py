@@ -6,9 +6,10 @@ workflow's `run_config` calls). `parse_run` turns that dict into a `RunConfig` f
 `snakemake -n` with a few lines naming the key, the value and what is allowed.
 
 The allowed values have one home each: selections, advantage scopes and filter semantics are the RL
-core's registries (`rl.SELECTIONS`, `rl.SCOPES`, `rl.SEMANTICS`), loss aggregation the modes each engine
-implements (`LOSS_AGG`), the filter's probe schedule rule `rl.filter_problems`. The JSON Schema
-(workflow/schemas/config.schema.yaml) lists the same sets; tests/test_runconfig.py holds them equal.
+core's registries (`rl.SELECTORS`, `rl.SCOPES`, `rl.SEMANTICS`), loss aggregation the modes each engine
+implements (`LOSS_AGG`), m's range `m_problem` (and the m a run back-propagates `effective_m`), the
+filter's probe schedule rule `rl.filter_problems`. The JSON Schema (workflow/schemas/config.schema.yaml)
+holds their types only; tests/test_runconfig.py fails if it lists them again.
 """
 
 from __future__ import annotations
@@ -135,6 +136,20 @@ class RunConfig:
         return asdict(self)
 
 
+def effective_m(run: Mapping) -> int:
+    """The rollouts a group back-propagates: downsample.m, or all n without down-sampling (a run config
+    as composed, or a RunConfig's dict)."""
+    down = run.get("downsample") or {}
+    return int(down.get("m") or run["n"])
+
+
+def m_problem(m: object, n: object) -> str | None:
+    """What is wrong with downsample.m for a group of n (None: fine): an int in [M_MIN, n]."""
+    if not _int(m) or (_int(n) and not M_MIN <= m <= n):
+        return f"an int in [{M_MIN}, n={n}]"
+    return None
+
+
 def _int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -201,10 +216,10 @@ def run_problems(raw: Mapping, engine: str = "local", where: Mapping[str, str] |
             keys = sorted(down) if isinstance(down, Mapping) else down
             out.append(f"{at('downsample')}: downsample needs m and only {list(DOWNSAMPLE_KEYS)}, got {keys}")
         else:
-            m = down["m"]
-            if not _int(m) or (_int(n) and not M_MIN <= m <= n):
+            problem = m_problem(down["m"], n)
+            if problem:
                 n_from = f" ({where['n']}: {n})" if "n" in where else ""
-                out.append(must(at("downsample.m"), f"an int in [{M_MIN}, n={n}]{n_from}", m))
+                out.append(must(at("downsample.m"), f"{problem}{n_from}", down["m"]))
             if down.get("selection", "max_variance") not in SELECTIONS:
                 out.append(must(at("downsample.selection"), f"one of {SELECTIONS}", down["selection"]))
             if down.get("advantage_scope", "group") not in SCOPES:

@@ -66,15 +66,26 @@ def test_acebench_source_needs_its_keys(acebench, named):
         validate(cfg, SCHEMA)
 
 
-def test_m_above_n_fails_the_dry_run_in_a_few_lines(tmp_path, smk, make_config):
-    """A cross-key rule (m <= n) the schema cannot see: `snakemake -n` exits before any job with the key,
-    the value and the allowed range, not the schema and config dump (preflight.check_config)."""
-    over = {"train": {"variants": {"efficient": {"downsample": {"m": 12}}}}}
+@pytest.mark.parametrize(
+    ("downsample", "line"),
+    [
+        # a cross-key rule (m <= n) the schema cannot see
+        ({"m": 12}, "train.variants.efficient.downsample.m must be an int in [2, n=8] (train.settings.single_turn.n: 8), got 12"),
+        ({"m": 1}, "train.variants.efficient.downsample.m must be an int in [2, n=8]"),
+        # the names of the RL core's registries are listed once, in the package (not the schema)
+        ({"selection": "best"}, "train.variants.efficient.downsample.selection must be one of ('max_variance', 'random', 'max_reward'), got 'best'"),
+        ({"advantage_scope": "all"}, "train.variants.efficient.downsample.advantage_scope must be one of"),
+    ],
+)
+def test_a_bad_downsample_fails_the_dry_run_in_a_few_lines(tmp_path, smk, make_config, downsample, line):
+    """`snakemake -n` exits before any job with the key, the value and what is allowed, not the schema and
+    config dump (preflight.check_config)."""
+    over = {"train": {"variants": {"efficient": {"downsample": downsample}}}}
     cfg = make_config(tmp_path, "config/config.yaml", over)
     res = smk("-n", "--nolock", "--configfile", str(cfg))
     assert res.returncode != 0
     out = res.stdout + res.stderr
-    assert "train.variants.efficient.downsample.m must be an int in [2, n=8]" in out and "got 12" in out
+    assert line in out, out
     assert len(out.strip().splitlines()) < 10, out
     assert "Job stats" not in out
 

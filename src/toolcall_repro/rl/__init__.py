@@ -9,6 +9,7 @@ from toolcall_repro.rl.advantage import (
 )
 from toolcall_repro.rl.downsample import (
     SELECTIONS,
+    SELECTORS,
     max_reward_subset,
     max_variance_subset,
     random_subset,
@@ -34,6 +35,7 @@ __all__ = [
     "LOSS_AGG_MODES",
     "SCOPES",
     "SELECTIONS",
+    "SELECTORS",
     "SEMANTICS",
     "STEP_KEYS",
     "TIMING_KEYS",

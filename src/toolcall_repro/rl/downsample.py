@@ -12,8 +12,6 @@ import numpy as np
 
 from toolcall_repro.rl.advantage import as_rewards
 
-SELECTIONS = ("max_variance", "random", "max_reward")
-
 
 def _check_m(m: int, n: int) -> None:
     if not isinstance(m, (int, np.integer)) or isinstance(m, bool):
@@ -61,18 +59,23 @@ def random_subset(rewards: Sequence[float] | np.ndarray, m: int, rng: np.random.
     return sorted(int(j) for j in rng.choice(r.size, size=m, replace=False))
 
 
+# The selections by their config name (train.variants.<v>.downsample.selection): the one list of them. The
+# config check (runconfig.run_problems), the engines and the error below read its keys.
+SELECTORS: dict[str, Callable[..., list[int]]] = {
+    "max_variance": lambda rewards, m, rng: max_variance_subset(rewards, m),
+    "random": random_subset,
+    "max_reward": lambda rewards, m, rng: max_reward_subset(rewards, m),
+}
+SELECTIONS = tuple(SELECTORS)
+
+
 def select_subset(
     selection: str,
     rewards: Sequence[float] | np.ndarray,
     m: int,
     rng: np.random.Generator | None = None,
 ) -> list[int]:
-    """Dispatch by the config name (`max_variance`, `random`, `max_reward`)."""
-    selectors: dict[str, Callable[[], list[int]]] = {
-        "max_variance": lambda: max_variance_subset(rewards, m),
-        "max_reward": lambda: max_reward_subset(rewards, m),
-        "random": lambda: random_subset(rewards, m, rng),  # type: ignore[arg-type]
-    }
-    if selection not in selectors:
+    """Dispatch by the config name (SELECTORS)."""
+    if selection not in SELECTORS:
         raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
-    return selectors[selection]()
+    return SELECTORS[selection](rewards, m, rng)

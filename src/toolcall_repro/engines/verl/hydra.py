@@ -19,7 +19,16 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from toolcall_repro.backends.vllm import CPU_KV_CACHE_BYTES
-from toolcall_repro.runconfig import LOSS_AGG, M_MIN, REQUIRED, ConfigError, RunConfig, parse_run
+from toolcall_repro.runconfig import (
+    LOSS_AGG,
+    REQUIRED,
+    ConfigError,
+    RunConfig,
+    effective_m,
+    m_problem,
+    must,
+    parse_run,
+)
 
 REWARD_MODULE = "pkg://toolcall_repro.engines.verl.reward"
 PROJECT = "toolcall-repro"
@@ -258,10 +267,9 @@ def geometry(run: Mapping, verl: Mapping) -> Geometry:
     prompts, n = int(run["batch_size"]), int(run["n"])
     if n < 2:
         raise VerlConfigError(f"GRPO needs n >= 2 rollouts per prompt, got n={n}")
-    down = run.get("downsample")
-    m = int(down["m"]) if down else n
-    if not M_MIN <= m <= n:
-        raise VerlConfigError(f"downsample.m must be in [{M_MIN}, n={n}], got {m}")
+    m = effective_m(run)
+    if run.get("downsample") and m_problem(m, n):
+        raise VerlConfigError(must("downsample.m", m_problem(m, n), m))
     mini = mini_batch_prompts(run, verl, prompts)
     if prompts % mini:
         raise VerlConfigError(f"batch_size={prompts} must be a multiple of ppo_mini_batch_size={mini}")
