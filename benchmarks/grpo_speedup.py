@@ -36,8 +36,7 @@ def run_config(config: dict, setting: str, variant: str) -> dict:
 
 
 def train_all(args, config: dict) -> Path:
-    from toolcall_repro.engines.local.config import parse_config
-    from toolcall_repro.engines.local.grpo import train_grpo
+    from toolcall_repro.engines.local.grpo import parse_config, train_grpo
     from toolcall_repro.engines.local.model import set_threads
 
     set_threads(args.threads)

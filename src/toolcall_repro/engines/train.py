@@ -32,13 +32,12 @@ def train_local(
     """The local CPU GRPO run; it resumes from its own checkpoints (a rerun of the job continues);
     trackers: live curves beside its outputs (config engines.tracking: TensorBoard under tensorboard/)."""
     from toolcall_repro.engines.local import grpo  # torch/transformers only when training here
-    from toolcall_repro.engines.local.config import parse_config
 
     summary = grpo.train_grpo(
         train=train,
         heldout=heldout,
         base=base,
-        config=parse_config(config),
+        config=grpo.parse_config(config),
         out=out,
         seed=seed,
         threads=threads,

@@ -9,8 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from toolcall_repro.engines.local.config import parse_config
-from toolcall_repro.engines.local.grpo import GRPOTrainer, train_grpo
+from toolcall_repro.engines.local.grpo import GRPOTrainer, parse_config, train_grpo
 from toolcall_repro.engines.local.model import load_policy
 from toolcall_repro.engines.local.prompts import build_prompts, load_samples
 from toolcall_repro.rewards import Reward

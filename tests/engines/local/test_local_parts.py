@@ -6,7 +6,7 @@ import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from toolcall_repro.engines.local.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from toolcall_repro.engines.local.config import parse_config
+from toolcall_repro.engines.local.grpo import parse_config
 from toolcall_repro.engines.local.rollout import sample_groups, top_p_filter
 from toolcall_repro.engines.local.tokenizer import TAG_TOKENS, train_tokenizer
 from toolcall_repro.engines.local.update import UpdateRow, policy_update, response_log_probs

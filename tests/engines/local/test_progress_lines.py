@@ -6,8 +6,7 @@ import re
 import pytest
 
 import toolcall_repro.progress as progress
-from toolcall_repro.engines.local.config import parse_config
-from toolcall_repro.engines.local.grpo import train_grpo
+from toolcall_repro.engines.local.grpo import parse_config, train_grpo
 from toolcall_repro.engines.local.prompts import load_samples
 from toolcall_repro.engines.local.warmstart import warm_start
 

@@ -7,8 +7,7 @@ import json
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from toolcall_repro.engines.local.config import parse_config
-from toolcall_repro.engines.local.grpo import train_grpo
+from toolcall_repro.engines.local.grpo import parse_config, train_grpo
 from toolcall_repro.engines.local.tracking import Tracker, heldout_tags, step_scalars
 from toolcall_repro.rl import STEP_KEYS
 

@@ -28,7 +28,6 @@ from toolcall_repro.engines.local.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from toolcall_repro.engines.local.config import GRPOConfig
 from toolcall_repro.engines.local.model import load_policy, save_hf_dir, set_threads
 from toolcall_repro.engines.local.prompts import PromptRecord, build_prompts, load_samples
 from toolcall_repro.engines.local.rollout import sample_groups
@@ -39,6 +38,7 @@ from toolcall_repro.progress import Progress, duration
 from toolcall_repro.rewards import reward_for_setting
 from toolcall_repro.rl import StreakFilter, group_advantages, select_subset, step_metrics
 from toolcall_repro.rl.metrics import epoch_report
+from toolcall_repro.runconfig import RunConfig, parse_run
 
 
 @dataclass
@@ -58,11 +58,17 @@ class TrainState:
     resumed_from: list = field(default_factory=list)
 
 
+
+def parse_config(raw) -> RunConfig:
+    """The run config on engines.training local (runconfig.parse_run): a missing, unknown or out-of-range
+    key is a clear error."""
+    return parse_run(raw, engine="local")
+
 def _seed_for(*parts: int) -> int:
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
 
 
-def fingerprint(cfg: GRPOConfig, seed: int, records: list[PromptRecord], base_dir: str | Path) -> str:
+def fingerprint(cfg: RunConfig, seed: int, records: list[PromptRecord], base_dir: str | Path) -> str:
     """A resumed run must be the same run: same config, seed, prompts and base weights (the rule the
     verl engine resumes by too: engines/fingerprint.py)."""
     return run_fingerprint(cfg.to_dict(), seed, [(r.id, str(r.prompt_ids)) for r in records], base_dir)
@@ -76,7 +82,7 @@ def _decode(tokenizer, ids) -> str:
 
 
 def heldout_scores(
-    model, tokenizer, records: list[PromptRecord], reward_fn, cfg: GRPOConfig, log=None
+    model, tokenizer, records: list[PromptRecord], reward_fn, cfg: RunConfig, log=None
 ) -> list[float] | None:
     """Greedy-decoding reward of each held-out prompt, in order; None without any.
 
@@ -110,7 +116,7 @@ HELDOUT_SAMPLE_SALT = 20260
 
 
 def heldout_sampled_scores(
-    model, tokenizer, records: list[PromptRecord], reward_fn, cfg: GRPOConfig, log=None
+    model, tokenizer, records: list[PromptRecord], reward_fn, cfg: RunConfig, log=None
 ) -> list[float] | None:
     """Mean reward of `cfg.heldout_samples` responses per held-out prompt, sampled at the training
     temperature and top_p, in order; None without prompts or with heldout_samples 0. log: as
@@ -139,7 +145,7 @@ def heldout_sampled_scores(
 
 
 def heldout_accuracy(
-    model, tokenizer, records: list[PromptRecord], reward_fn, cfg: GRPOConfig
+    model, tokenizer, records: list[PromptRecord], reward_fn, cfg: RunConfig
 ) -> float | None:
     """Greedy-decoding accuracy (mean reward) on the held-out prompts; None without any."""
     scores = heldout_scores(model, tokenizer, records, reward_fn, cfg)
@@ -421,7 +427,7 @@ def train_grpo(
     train: str,
     heldout: str,
     base: str,
-    config: GRPOConfig,
+    config: RunConfig,
     out: str,
     seed: int,
     threads: int | None = None,
