@@ -8,7 +8,8 @@ import os
 import pytest
 import yaml
 
-from toolcall_repro.experiment import Experiment, Score, Study, TrainingRun
+from toolcall_repro.experiment import Experiment
+from toolcall_repro.units import Score, Study, TrainingRun
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -152,7 +153,7 @@ def test_without_the_held_out_benchmark_studies_run_on_bfcl_alone():
 
 
 def test_models_behind_the_tags(exp):
-    assert rel([exp.model_dir("base"), exp.model_dir("rl"), exp.model_dir("fmt")]) == [
+    assert rel([exp.models.model_dir("base"), exp.models.model_dir("rl"), exp.models.model_dir("fmt")]) == [
         "models/base",
         "train/multi_turn/efficient/final",
         "train/format_multi/vanilla/final",
@@ -161,7 +162,7 @@ def test_models_behind_the_tags(exp):
         "data/train/heldout_multi_turn.parquet",  # the format study borrows multi_turn's setting
         "data/train/heldout_tooln1.parquet",
     ]
-    assert exp.hub_id("Qwen--Qwen3-4B") == "Qwen/Qwen3-4B"
+    assert exp.models.hub_id("Qwen--Qwen3-4B") == "Qwen/Qwen3-4B"
 
 
 def test_the_analysis_receives_units_that_name_what_they_are(exp):
@@ -264,11 +265,11 @@ def test_the_model_behind_each_generation_and_the_training_jobs_resources():
                     "enable_thinking": {"org/multi": True}}  # fmt: skip
     cfg["train"]["settings"]["multi_turn"]["model"] = "org/multi"
     exp = Experiment(cfg)
-    assert exp.filter_policy_model("single_turn") == "org/base"  # Tool-N1's policy starts at single_turn's
-    assert exp.filter_policy_model("multi_turn") is None  # the tiny model's warm start
-    assert [exp.eval_model(t) for t in ("base", "rl", "fmt")] == ["org/base", "org/multi", "org/multi"]
-    assert exp.thinking("org/multi") is True and exp.thinking("org/base") is None and exp.thinking(None) is None
-    assert exp.hub_models() == ["org/base", "org/multi"]
+    assert exp.models.filter_policy_model("single_turn") == "org/base"  # Tool-N1's policy starts at single_turn's
+    assert exp.models.filter_policy_model("multi_turn") is None  # the tiny model's warm start
+    assert [exp.models.eval_model(t) for t in ("base", "rl", "fmt")] == ["org/base", "org/multi", "org/multi"]
+    assert exp.models.thinking("org/multi") is True and exp.models.thinking("org/base") is None and exp.models.thinking(None) is None
+    assert exp.models.hub_models() == ["org/base", "org/multi"]
     assert exp.jobs.train_resources() == {"gpu": 0, "nodes": 1} and exp.jobs.job_verl()["gpus_per_node"] == 0
     cfg["train"]["verl"] = {"nodes": 2, "gpus_per_node": 8}
     exp = Experiment(cfg)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from toolcall_repro.experiment import TrainingRun
 from toolcall_repro.layout import Layout
+from toolcall_repro.units import TrainingRun
 
 REPO = Path(__file__).resolve().parents[1]
 RULE_FILES = sorted([*(REPO / "workflow" / "rules").glob("*.smk"), REPO / "workflow" / "Snakefile"])

@@ -130,10 +130,10 @@ def test_a_thinking_model_with_a_budget_below_the_minimum_is_refused_naming_each
 def test_each_generation_takes_its_own_models_switch():
     cfg = paper()
     exp = Experiment(cfg)  # preflight and the workflow's job specs read these from the experiment
-    assert exp.filter_policy_model("multi_turn") == "Qwen/Qwen3-8B"
-    assert exp.filter_policy_model("single_turn") == "Qwen/Qwen2.5-3B-Instruct"  # the tooln1 policy
-    assert exp.eval_model("rl-multi") == "Qwen/Qwen3-4B"
-    assert exp.eval_model("rl-single") == "Qwen/Qwen2.5-3B-Instruct"
+    assert exp.models.filter_policy_model("multi_turn") == "Qwen/Qwen3-8B"
+    assert exp.models.filter_policy_model("single_turn") == "Qwen/Qwen2.5-3B-Instruct"  # the tooln1 policy
+    assert exp.models.eval_model("rl-multi") == "Qwen/Qwen3-4B"
+    assert exp.models.eval_model("rl-single") == "Qwen/Qwen2.5-3B-Instruct"
     from toolcall_repro.runconfig import compose_run
 
     assert compose_run(cfg, "multi_turn", "efficient")["enable_thinking"] is True

@@ -1,155 +1,34 @@
-"""The experiment as units: one pure object that turns the validated config into what a run makes.
+"""The experiment: one pure object that turns the validated config into what a run makes.
 
-Training runs, evaluation scores (benchmark x model x protocol, with their seeds), studies with their
-own seeds and benchmarks, models and the data chain, each with its paths (from its layout: layout.py,
-the one author of every results path and manifest key), the rule that makes it and that rule's manifest. The Snakemake input functions and targets (workflow/rules/common.smk), `plan`
-and the analysis read this one object; nothing parses a result path back into meaning.
-
-Preflight (config validation) reads its resolutions here too: which model each generation runs (its
-chat template and thinking switch), the hub models, paper scale, verl's job resources.
-
-No I/O apart from `os.path.isdir` on a configured model name (a local folder or a hub id).
+Which training runs (train.runs, the efficiency seeds, the evidence's seed pairs), which evaluation scores
+(benchmark x model x protocol, at their seeds), which studies, which data chain, as units (units.py) with
+their paths (layout.py, the one author of every results path and manifest key). Beside it, built once
+from the same config: `models` (models.py: which model each part uses, where its weights lie) and `jobs`
+(sheet.py: each rule's resources and env). The Snakemake input functions and targets
+(workflow/rules/common.smk), `plan`, preflight and the analysis read this one object; nothing parses a
+result path back into meaning.
 """
 
 from __future__ import annotations
 
 import os
-import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from toolcall_repro.archive import archive_name
-from toolcall_repro.benchmarks import VARIANCE_STUDY, Benchmark, get_benchmark, run_benchmarks
-from toolcall_repro.layout import Layout, job_key, manifest_path
+from toolcall_repro.benchmarks import VARIANCE_STUDY, Benchmark, run_benchmarks
+from toolcall_repro.layout import Layout, job_key
+from toolcall_repro.models import Models
 from toolcall_repro.runconfig import SETTINGS, compose_sources, dataset_setting
 from toolcall_repro.sheet import JobSheet
+from toolcall_repro.units import Score, Study, TrainingRun
 
 SOURCES = ("xlam", "toolace", "looptool")
 FORMAT_DATASETS = ("format_single", "format_multi")
 # Every training set a GRPO run can read: the settings', the format study's and Tool-N1's pool
 # (the trained filter policy's).
 TRAIN_DATASETS = (*SETTINGS, *FORMAT_DATASETS, "tooln1")
-# model.filter_policy[_multi_turn] values that name the workflow's own policies, not a model
-POLICY_NAMES = ("base", "early", "train")
 # What an evaluation protocol sets (each score's card names every one): its own keys over the defaults.
 PROTOCOL_KEYS = ("system_prompt", "template", "thinking", "temperature", "top_p", "max_tokens")
-
-# The rule that writes each kind of score file, by (benchmark, file name): each benchmark's (benchmarks.py).
-def score_rule(benchmark: str, name: str) -> str:
-    rules = get_benchmark(benchmark).score_rules
-    kind = name.removesuffix(".json")
-    if kind not in rules:
-        raise ValueError(f"benchmark {benchmark!r} writes no {name}; it writes {sorted(rules)}")
-    return rules[kind]
-
-
-@dataclass(frozen=True)
-class TrainingRun:
-    """One GRPO run: a training set (a setting or a format-study subset), a variant and a seed.
-
-    `seed` None is the run at train.seed, at the plain path every other stage reads; another seed (the
-    efficiency experiment) sits in a seed<k> folder beside it.
-    """
-
-    run_dir: str
-    dataset: str
-    variant: str
-    seed: int | None = None
-
-    @property
-    def key(self) -> str:
-        return Layout.training_key(self.dataset, self.variant, self.seed)
-
-    @property
-    def dir(self) -> str:
-        return Layout(self.run_dir).training_dir(self.dataset, self.variant, self.seed)
-
-    @property
-    def summary(self) -> str:
-        return self._file("summary")
-
-    @property
-    def files(self) -> list[str]:
-        """What the analysis reads of the run."""
-        return [self._file(kind) for kind in ("summary", "metrics", "curve")]
-
-    def _file(self, kind: str) -> str:
-        return Layout(self.run_dir).training_file(self.dataset, self.variant, kind, self.seed)
-
-    @property
-    def rule(self) -> str:
-        """train_grpo; train_grpo_seed (its `use rule` twin) for a run at another seed."""
-        return "train_grpo" if self.seed is None else "train_grpo_seed"
-
-    @property
-    def manifest(self) -> str:
-        return manifest_path(self.run_dir, self.rule, self.key)
-
-    def unit(self) -> dict:
-        """The run as the analysis receives it (its config): what it is and where it lies."""
-        return {"dataset": self.dataset, "variant": self.variant, "seed": self.seed, "dir": self.dir,
-                "manifest": self.manifest}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Score:
-    """One score file the analysis reads: a benchmark's summary (or seed-variance summary) of a model
-    under a protocol; the general-capability check has no protocol."""
-
-    run_dir: str
-    benchmark: str
-    model: str
-    protocol: str | None
-    name: str = "summary.json"
-
-    @property
-    def path(self) -> str:
-        return Layout(self.run_dir).score(self.benchmark, self.model, self.protocol, self.kind)
-
-    @property
-    def kind(self) -> str:
-        """summary or variance (layout.SCORE_KINDS): the file's name without .json."""
-        return self.name.removesuffix(".json")
-
-    @property
-    def rule(self) -> str:
-        return score_rule(self.benchmark, self.name)
-
-    @property
-    def manifest(self) -> str:
-        return Layout(self.run_dir).manifest(self.rule, self.model, self.protocol)
-
-    def unit(self) -> dict:
-        """The score as the analysis receives it (its config): what it is and where it lies."""
-        return {"benchmark": self.benchmark, "model": self.model, "protocol": self.protocol, "kind": self.kind,
-                "path": self.path, "manifest": self.manifest}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Study:
-    """A sensitivity study: models x protocols, scored at its seeds on its benchmarks."""
-
-    name: str
-    models: tuple[str, ...]
-    protocols: tuple[str, ...]
-    seeds: tuple[int, ...]
-    benchmarks: tuple[str, ...]
-    pairs: tuple[tuple[str, str], ...] = field(init=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "pairs", tuple((m, p) for m in self.models for p in self.protocols))
-
-    def unit(self) -> dict:
-        """The study as the analysis receives it (its config): defaults resolved, pairs by `from_unit`."""
-        return {"models": list(self.models), "protocols": list(self.protocols), "seeds": list(self.seeds),
-                "benchmarks": list(self.benchmarks)}  # fmt: skip
-
-    @classmethod
-    def from_unit(cls, name: str, unit: Mapping) -> Study:
-        """A study from its unit, or from a config spec (no seeds or benchmarks: every benchmark)."""
-        return cls(name, tuple(unit["models"]), tuple(unit["protocols"]), tuple(unit.get("seeds", ())),
-                   tuple(unit.get("benchmarks", ())))  # fmt: skip
-
 
 class Experiment:
     """The validated config as the experiment's units, under results/<run_id> (or `run_dir`)."""
@@ -178,6 +57,8 @@ class Experiment:
         self._runs: dict[tuple[str, str], tuple[dict, dict]] = {}
         # every rule's resources and env, and a training job's verl layout (sheet.py)
         self.jobs = JobSheet(config)
+        # which model each part of the run uses and where its weights lie (models.py)
+        self.models = Models(config, self.layout)
 
     def run_config(self, dataset: str, variant: str) -> dict:
         """The hyper-parameters of one training run (runconfig.compose_sources), composed once per
@@ -264,108 +145,6 @@ class Experiment:
             )
         return [self.layout.lm_eval_record()]
 
-    # --- models -------------------------------------------------------------------------------------
-
-    def hub_model_dir(self, hub_id: str) -> str:
-        return self.layout.hub_model(hub_id.replace(posixpath.sep, "--"))
-
-    @staticmethod
-    def hub_id(slug: str) -> str:
-        """The hub id of a download_model folder name (org--name)."""
-        return slug.replace("--", posixpath.sep)
-
-    def model_revision(self, slug: str) -> str | None:
-        """A hub model's pinned revision (model.revisions); the download record names the commit read."""
-        return self.config["model"].get("revisions", {}).get(self.hub_id(slug))
-
-    @staticmethod
-    def is_hub_model(name: str) -> bool:
-        """Whether a model named in config is a hub id (download_model snapshots it): not tiny, no folder."""
-        return name != "tiny" and not os.path.isdir(name)
-
-    def model_path(self, name: str) -> str:
-        """A model named in config: `tiny` (the model warmstart_base_model builds), a local directory as
-        is, else a hub id snapshotted by download_model."""
-        if name == "tiny":
-            return self.layout.base_model()
-        return self.hub_model_dir(name) if self.is_hub_model(name) else name
-
-    def hub_models(self) -> list[str]:
-        """Every hub model the DAG snapshots (download_model): base, per-setting policies, filter policies."""
-        model = self.config["model"]
-        names = [model["base"], model.get("filter_policy"), model.get("filter_policy_multi_turn")]
-        names += [s.get("model") for s in self.config["train"]["settings"].values()]
-        return sorted({n for n in names if n and n not in POLICY_NAMES and self.is_hub_model(n)})
-
-    def thinking(self, model: str | None) -> bool | None:
-        """model.enable_thinking of a model (hub id or path); None: not set (the chat template's default)."""
-        return (self.config["model"].get("enable_thinking") or {}).get(model) if model else None
-
-    def base_model_dir(self) -> str:
-        return self.model_path(self.config["model"]["base"])
-
-    def final_model_dir(self, dataset: str, variant: str) -> str:
-        return self.layout.training_file(dataset, variant, "final")
-
-    def start_model(self, dataset: str) -> str:
-        """The model a training run starts from, as config names it: its setting's own model
-        (train.settings.<setting>.model, paper scale), else model.base. A trained model keeps its chat
-        template (and its thinking switch)."""
-        model = self.config["train"]["settings"][dataset_setting(self.config, dataset)].get("model")
-        return model or self.config["model"]["base"]
-
-    def policy_start_dir(self, dataset: str) -> str:
-        """Weights a training run starts from: the setting's own model (paper scale) or the base model."""
-        return self.model_path(self.start_model(dataset))
-
-    def filter_policy(self, setting: str) -> str:
-        """A chain's model.filter_policy[_multi_turn] (the multi-turn key falls back to filter_policy):
-        one of POLICY_NAMES, a path or a hub id."""
-        model = self.config["model"]
-        key = "filter_policy_multi_turn" if setting == "multi_turn" else "filter_policy"
-        return model.get(key) or model.get("filter_policy", "base")
-
-    def filter_policy_model(self, setting: str) -> str | None:
-        """The model whose chat template a chain's filter policy uses (None: the tiny model's warm start)."""
-        policy = self.filter_policy(setting)
-        if policy == "base":
-            return self.config["model"]["base"]
-        if policy == "train":  # the 80-step Tool-N1 policy, trained from its setting's model
-            return self.start_model("tooln1")
-        return None if policy == "early" else policy
-
-    def filter_policy_dir(self, setting: str) -> str:
-        """The policy whose rollouts filter a chain's data (model.filter_policy[_multi_turn]).
-
-        base: the base model; early: the tiny model's warm start at model.tiny.early_step (weaker than
-        the RL start, as the paper's filter policy); train: the paper's policy, GRPO-trained 80 steps on
-        Tool-N1's data; else a path or hub id.
-        """
-        policy = self.filter_policy(setting)
-        if policy == "base":
-            return self.base_model_dir()
-        if policy == "early":
-            return self.layout.early_model()
-        if policy == "train":
-            return self.final_model_dir("tooln1", "vanilla")
-        return self.model_path(policy)
-
-    def model_dir(self, tag: str) -> str:
-        """The weights behind an evaluation model tag (evaluate.models)."""
-        spec = self.config["evaluate"]["models"][tag]
-        if spec["source"] == "base":
-            return self.base_model_dir()
-        if spec["source"] == "train":
-            return self.final_model_dir(spec["setting"], spec["variant"])
-        return self.final_model_dir(spec["dataset"], self.config["train"]["format_study"]["variant"])
-
-    def eval_model(self, tag: str) -> str:
-        """The model whose chat template an evaluation model tag uses (a trained model keeps its start's)."""
-        spec = self.config["evaluate"]["models"][tag]
-        if spec["source"] == "base":
-            return self.config["model"]["base"]
-        return self.start_model(spec["setting"] if spec["source"] == "train" else spec["dataset"])
-
     def protocol(self, name: str) -> dict:
         """evaluate.protocols.<name> over evaluate.protocol_defaults."""
         evaluate = self.config["evaluate"]
@@ -382,9 +161,6 @@ class Experiment:
                     f"evaluate.protocol_defaults; every protocol needs {', '.join(PROTOCOL_KEYS)}"
                 )
         return out
-
-    def model_spec(self, tag: str) -> dict:
-        return {"tag": tag, **self.config["evaluate"]["models"][tag]}
 
     # --- training -----------------------------------------------------------------------------------
 

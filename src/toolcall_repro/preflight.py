@@ -38,7 +38,7 @@ def hub_revisions(config: Mapping, experiment: Experiment | None = None) -> dict
         for name, source in sorted(config["data"]["sources"].items()):
             out[f"data.sources.{name}.revision"] = source["revision"]
     revisions = config["model"].get("revisions") or {}
-    for hub_id in sorted(set(revisions) | set(exp.hub_models())):
+    for hub_id in sorted(set(revisions) | set(exp.models.hub_models())):
         out[f"model.revisions.{hub_id}"] = revisions.get(hub_id)
     if exp.lm_eval_tasks():  # lm-eval reads the Hub
         for dataset, rev in sorted(((config["evaluate"].get("general") or {}).get("revisions") or {}).items()):
@@ -114,18 +114,18 @@ def _budgets(exp: Experiment) -> list[tuple[str, int, str | None]]:
     training, the filter chains, every benchmark's (model, protocol) pairs (benchmarks.py)."""
     config = exp.config
     out = [
-        (f"train.settings.{s}.max_new_tokens", cfg["max_new_tokens"], exp.start_model(s))
+        (f"train.settings.{s}.max_new_tokens", cfg["max_new_tokens"], exp.models.start_model(s))
         for s, cfg in sorted(config["train"]["settings"].items())
     ]
     for chain in ("single_turn", "multi_turn"):
         out.append((f"filter.{chain}.max_new_tokens", config["filter"][chain]["max_new_tokens"],
-                    exp.filter_policy_model(chain)))  # fmt: skip
+                    exp.models.filter_policy_model(chain)))  # fmt: skip
     evaluate = config["evaluate"]
     pairs = {pair for benchmark in exp.benchmarks.values() for pair in benchmark.generations(exp)}
     for tag, protocol in sorted(pairs):
         budget = exp.protocol(protocol).get("max_tokens") if protocol in evaluate["protocols"] else None
         if tag in evaluate["models"] and budget is not None:  # unset: protocol_problems says so
-            out.append((f"evaluate.protocols.{protocol}.max_tokens", budget, exp.eval_model(tag)))
+            out.append((f"evaluate.protocols.{protocol}.max_tokens", budget, exp.models.eval_model(tag)))
     return out
 
 
@@ -134,7 +134,7 @@ def thinking_problems(config: Mapping, experiment: Experiment | None = None) -> 
     exp = experiment or Experiment(config)
     out = []
     if exp.paper_scale:
-        missing = [m for m in exp.hub_models() if exp.thinking(m) is None]
+        missing = [m for m in exp.models.hub_models() if exp.models.thinking(m) is None]
         if missing:
             out.append(
                 f"model.enable_thinking must say true or false for every hub model the run generates with "
@@ -142,7 +142,7 @@ def thinking_problems(config: Mapping, experiment: Experiment | None = None) -> 
             )
     short = {}
     for key, budget, model in _budgets(exp):
-        if exp.thinking(model) and budget < THINKING_MIN_NEW_TOKENS:
+        if exp.models.thinking(model) and budget < THINKING_MIN_NEW_TOKENS:
             short.setdefault(model, {})[key] = budget
     for model, keys in short.items():
         listed = ", ".join(f"{k}: {v}" for k, v in keys.items())

@@ -264,7 +264,8 @@ def make_run(root: Path, run_id: str = "toy") -> Path:
 def units(run: Path) -> dict:
     """The units make_run wrote, as the experiment object names them (Experiment.analysis_units): each
     file with the manifest its unit names."""
-    from toolcall_repro.experiment import Score, TrainingRun, manifest_path
+    from toolcall_repro.layout import manifest_path
+    from toolcall_repro.units import Score, TrainingRun
 
     def score(benchmark, model, protocol, kind="summary"):
         return Score(str(run), benchmark, model, protocol, f"{kind}.json").unit()

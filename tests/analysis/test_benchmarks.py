@@ -23,7 +23,7 @@ def toy_module(monkeypatch):
 
 def with_toy(run_dir: Path, units: dict) -> dict:
     """The fixture run plus the toy benchmark's summary of (base, default) and its manifest."""
-    from toolcall_repro.experiment import Score
+    from toolcall_repro.units import Score
 
     score = Score(str(run_dir), "toy", "base", "default")
     path = Path(score.path)

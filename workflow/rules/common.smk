@@ -145,7 +145,7 @@ def train_job(name, seeds):
 
 def protocol_spec(protocol, seed, model):
     """An evaluation protocol for one model: the model's thinking switch (model.enable_thinking) too."""
-    thinking = EXP.thinking(EXP.eval_model(model))
+    thinking = EXP.models.thinking(EXP.models.eval_model(model))
     return {
         "id": protocol,
         **EXP.protocol(protocol),
@@ -157,7 +157,7 @@ def protocol_spec(protocol, seed, model):
 
 def filter_job_config(chain):
     """A rollout filter's config: its chain's subtree, the held-out split and the policy's thinking switch."""
-    thinking = EXP.thinking(EXP.filter_policy_model(chain))
+    thinking = EXP.models.thinking(EXP.models.filter_policy_model(chain))
     return {
         **subtree("filter", chain),
         **heldout_cfg(),

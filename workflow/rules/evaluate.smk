@@ -38,7 +38,7 @@ rule locate_vllm:
 # layout, the card, the expected entry ids) are its output; score_bfcl reads them.
 use rule job_frame as generate_bfcl with:
     input:
-        model=lambda w: EXP.model_dir(w.model),
+        model=lambda w: EXP.models.model_dir(w.model),
         vllm=(
             rules.locate_vllm.output.vllm
             if config["engines"]["generation"] == "vllm"
@@ -64,7 +64,7 @@ use rule job_frame as generate_bfcl with:
             config=lambda w: {
                 "bfcl": subtree("evaluate", "bfcl"),
                 "protocol": protocol_spec(w.protocol, w.seed, w.model),
-                "model": EXP.model_spec(w.model),
+                "model": EXP.models.model_spec(w.model),
             },
             seeds=lambda w: {"eval": int(w.seed)},
             threads=THREADS,
@@ -95,7 +95,7 @@ use rule job_frame as score_bfcl with:
 
 use rule job_frame as score_heldout with:
     input:
-        model=lambda w: EXP.model_dir(w.model),
+        model=lambda w: EXP.models.model_dir(w.model),
         samples=[LAYOUT.samples(source) for source in SOURCES],
         exclude=EXP.training_sets(),
     output:
@@ -123,7 +123,7 @@ use rule job_frame as score_heldout with:
                 },
                 "protocol": protocol_spec(w.protocol, 0, w.model),
                 "seeds": EXP.heldout_seeds(w.model, w.protocol),
-                "model": EXP.model_spec(w.model),
+                "model": EXP.models.model_spec(w.model),
             },
             seeds=lambda w: {"eval": EXP.heldout_seeds(w.model, w.protocol)},
             threads=THREADS,
@@ -212,7 +212,7 @@ use rule job_frame as synthesize_acebench with:
 
 use rule job_frame as score_acebench with:
     input:
-        model=lambda w: EXP.model_dir(w.model),
+        model=lambda w: EXP.models.model_dir(w.model),
         data=EXP.acebench_dir(),
     output:
         score=LAYOUT.seed_score("acebench", "{model}", "{protocol}", "{seed}"),
@@ -232,7 +232,7 @@ use rule job_frame as score_acebench with:
             config=lambda w: {
                 "acebench": subtree("evaluate", "acebench"),
                 "protocol": protocol_spec(w.protocol, w.seed, w.model),
-                "model": EXP.model_spec(w.model),
+                "model": EXP.models.model_spec(w.model),
             },
             seeds=lambda w: {"eval": int(w.seed)},
             threads=THREADS,
@@ -260,7 +260,7 @@ use rule job_frame as summarise_acebench with:
 # A rule of its own, not the frame: its body runs the job entry offline.
 rule check_general_capability:
     input:
-        model=lambda w: EXP.model_dir(w.model),
+        model=lambda w: EXP.models.model_dir(w.model),
         samples=LAYOUT.samples("xlam"),
         lm_eval_data=EXP.lm_eval_data(),
     output:
@@ -280,7 +280,7 @@ rule check_general_capability:
             "check_general_capability",
             config=lambda w: {
                 "general": subtree("evaluate", "general"),
-                "model": EXP.model_spec(w.model),
+                "model": EXP.models.model_spec(w.model),
             },
             seeds={"eval": EXP.benchmark_seeds("general")[0]},
             backend=config["engines"]["generation"],
@@ -311,7 +311,7 @@ if PLUGINS:
 
     use rule job_frame as score_benchmark with:
         input:
-            model=lambda w: EXP.model_dir(w.model),
+            model=lambda w: EXP.models.model_dir(w.model),
         output:
             summary=LAYOUT.score("{benchmark}", "{model}", "{protocol}", "summary"),
             manifest=LAYOUT.manifest("score_{benchmark}", "{model}", "{protocol}"),
@@ -332,7 +332,7 @@ if PLUGINS:
                 config=lambda w: {
                     "benchmark": subtree("evaluate", "benchmarks", w.benchmark),
                     "protocol": protocol_spec(w.protocol, 0, w.model),
-                    "model": EXP.model_spec(w.model),
+                    "model": EXP.models.model_spec(w.model),
                 },
                 seeds=lambda w: {"eval": EXP.benchmark_seeds(w.benchmark)},
                 module=lambda w: PLUGINS[w.benchmark].stage_module,

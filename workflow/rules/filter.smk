@@ -13,7 +13,7 @@ use rule job_frame as filter_single_turn with:
             LAYOUT.samples(source)
             for source in config["filter"]["single_turn"]["sources"]
         ],
-        policy=EXP.filter_policy_dir("single_turn"),
+        policy=EXP.models.filter_policy_dir("single_turn"),
     output:
         train=LAYOUT.train_set("single_turn"),
         heldout=LAYOUT.heldout_split("single_turn"),
@@ -43,7 +43,7 @@ use rule job_frame as filter_single_turn with:
 use rule filter_single_turn as filter_multi_turn with:
     input:
         samples=LAYOUT.samples("looptool"),
-        policy=EXP.filter_policy_dir("multi_turn"),
+        policy=EXP.models.filter_policy_dir("multi_turn"),
     output:
         train=LAYOUT.train_set("multi_turn"),
         heldout=LAYOUT.heldout_split("multi_turn"),

@@ -53,7 +53,7 @@ use rule job_frame as download_model with:
         **job(
             "download_model",
             config=lambda w: {
-                "hub_id": EXP.hub_id(w.slug),
-                "revision": EXP.model_revision(w.slug),
+                "hub_id": EXP.models.hub_id(w.slug),
+                "revision": EXP.models.model_revision(w.slug),
             },
         ),

@@ -7,7 +7,7 @@ use rule job_frame as train_grpo with:
     input:
         train=LAYOUT.train_set("{dataset}"),
         heldout=lambda w: EXP.heldout_split(w.dataset),
-        base=lambda w: EXP.policy_start_dir(w.dataset),
+        base=lambda w: EXP.models.policy_start_dir(w.dataset),
     output:
         metrics=LAYOUT.training_file("{dataset}", "{variant}", "metrics"),
         curve=LAYOUT.training_file("{dataset}", "{variant}", "curve"),

@@ -18,9 +18,9 @@ from pathlib import Path
 import pandas as pd
 
 from toolcall_repro.analysis import claims, efficiency, figures, loaders, scorecard, tables, tabular
-from toolcall_repro.benchmarks import BENCHMARKS, Benchmark, config_section
-from toolcall_repro.experiment import VARIANCE_STUDY, Study
+from toolcall_repro.benchmarks import BENCHMARKS, VARIANCE_STUDY, Benchmark, config_section
 from toolcall_repro.io import atomic_path, atomic_write_text
+from toolcall_repro.units import Study
 
 # The order of the tables index (tables/index.md): the paper's four benchmarks' tables (benchmarks.py) and
 # the run's own (filter chain, speedup, training dynamics); a benchmark's tables not named here follow.
