@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from toolcall_repro.experiment import Experiment
-from toolcall_repro.plan import Job, bfcl_vllm, format_plan, gpu_jobs_plan, parse_dryrun, training_plan
+from toolcall_repro.plan import PlannedJob, bfcl_vllm, format_plan, gpu_jobs_plan, parse_dryrun, training_plan
 
 RUN = {"batch_size": 256, "n": 16, "epochs": 4, "downsample": {"m": 8}, "filter": {"k": 1}}
 
@@ -58,7 +58,7 @@ def test_dryrun_blocks_and_multi_node_gpus():
     assert train.gpus == 16  # GRES per node x nodes
     assert train.run_config == SPEC["config"] and train.name == "multi_turn/efficient"
     assert train.spec["options"]["engine"] == "verl" and jobs[1].spec is None
-    assert jobs[1].gpus == 0 and Job(rule="x", resources={"gpu": "1"}).gpus == 1
+    assert jobs[1].gpus == 0 and PlannedJob(rule="x", resources={"gpu": "1"}).gpus == 1
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "paper.yaml").read_text())
     config["run_id"] = "p"
     config["filter"]["single_turn"]["target_size"], config["filter"]["multi_turn"]["target_size"] = 2300, 2600
@@ -82,7 +82,7 @@ def test_dryrun_blocks_and_multi_node_gpus():
 
 
 def test_bfcl_serves_with_the_vllm_of_the_chosen_cuda_majors_env_under_conda():
-    locate = [Job(rule="locate_vllm")]
+    locate = [PlannedJob(rule="locate_vllm")]
     conda = {"software-deployment-method": "conda"}
     assert bfcl_vllm(locate, conda)["vllm"] == "the vllm of workflow/envs/eval-vllm.yaml"
     assert bfcl_vllm(locate, conda, cuda=12)["vllm"] == "the vllm of workflow/envs/eval-vllm-cu12.yaml"

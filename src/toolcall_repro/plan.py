@@ -48,7 +48,7 @@ class PlanError(RuntimeError):
 
 
 @dataclass
-class Job:
+class PlannedJob:
     """One job of a dry-run, as Snakemake printed it."""
 
     rule: str
@@ -104,14 +104,14 @@ def _pairs(text: str) -> dict:
     return out
 
 
-def parse_dryrun(text: str) -> list[Job]:
+def parse_dryrun(text: str) -> list[PlannedJob]:
     """Every job block of `snakemake -n -p` output (rule, wildcards, input, output, resources, command)."""
-    jobs: list[Job] = []
+    jobs: list[PlannedJob] = []
     job = None
     for line in text.splitlines():
         m = RULE_RE.match(line)
         if m:
-            job = Job(rule=m[1])
+            job = PlannedJob(rule=m[1])
             jobs.append(job)
             continue
         if job is None:
@@ -176,7 +176,7 @@ def training_plan(run: dict, rows: int | None) -> dict:
     }
 
 
-def gpu_jobs_plan(jobs: list[Job], exp: Experiment, retries: int = 0, root: Path = Path(".")) -> dict:
+def gpu_jobs_plan(jobs: list[PlannedJob], exp: Experiment, retries: int = 0, root: Path = Path(".")) -> dict:
     """The GPU jobs with their resources, and the training arithmetic, as one JSON-able document."""
     rows = train_rows(exp, root)
     planned = []
@@ -223,7 +223,7 @@ def site_settings(profile_cfg: dict) -> dict:
     return dict(site) if isinstance(site, dict) else {}
 
 
-def over_time_limit(jobs: list[Job], max_runtime: int | None) -> dict[str, tuple[int, int]]:
+def over_time_limit(jobs: list[PlannedJob], max_runtime: int | None) -> dict[str, tuple[int, int]]:
     """{rule: (jobs, minutes asked)} of the jobs whose runtime exceeds the site's max_runtime."""
     out: dict[str, tuple[int, int]] = {}
     if not max_runtime:
@@ -310,7 +310,7 @@ def deploys_conda(profile_cfg: dict) -> bool:
     return False
 
 
-def bfcl_vllm(jobs: list[Job], profile_cfg: dict, cuda: int = gpu_driver.CUDA_MAJOR) -> dict | None:
+def bfcl_vllm(jobs: list[PlannedJob], profile_cfg: dict, cuda: int = gpu_driver.CUDA_MAJOR) -> dict | None:
     """Where the `vllm` that generate_bfcl serves with will come from (None when no job serves with vLLM).
 
     locate_vllm, a local job, finds it: in workflow/envs/eval-vllm.yaml (eval-vllm-cu12.yaml with

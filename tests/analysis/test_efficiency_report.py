@@ -7,7 +7,7 @@ import pytest
 from _runs import four_steps
 
 from toolcall_repro.analysis.efficiency_report import efficiency_tables, predicted_ratio
-from toolcall_repro.analysis.loaders import TrainingRun
+from toolcall_repro.analysis.loaders import RunRecord
 
 OUTCOMES = [[0, 0, 0, 1], [1, 0, 0, 1], [1, 1, 0, 1], [1, 1, 0, 1]]  # held-out accuracy .25 .5 .75 .75
 
@@ -25,7 +25,7 @@ def _run(variant, seed, step_s, update_s, time_scale, kept_rows=8, n=8, wall_sca
             "time/cumulative_device_s": [t * 3600 * time_scale for t in (0, 1, 2, 3)],
         }
     )
-    return TrainingRun("multi_turn", variant, seed, {"n": n}, pd.DataFrame(lines), curve, {})
+    return RunRecord("multi_turn", variant, seed, {"n": n}, pd.DataFrame(lines), curve, {})
 
 
 def test_efficiency_table_hand_case():

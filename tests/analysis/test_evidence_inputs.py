@@ -12,7 +12,7 @@ from _runs import four_steps
 
 from toolcall_repro.analysis import evidence_inputs
 from toolcall_repro.analysis.efficiency_report import efficiency_tables, write_report
-from toolcall_repro.analysis.loaders import TrainingRun
+from toolcall_repro.analysis.loaders import RunRecord
 from toolcall_repro.cli import main as cli
 
 GREEDY = [[0, 0, 0, 1, 0], [1, 0, 0, 1, 0], [1, 1, 0, 1, 0], [1, 1, 0, 1, 1]]
@@ -38,7 +38,7 @@ def _run(variant, seed, step_s, time_scale, shift=0):
         }
     )
     config = {"n": 8, "setting": "multi_turn", "variant": variant}
-    return TrainingRun("multi_turn", variant, seed, config, pd.DataFrame(lines), curve, {"seed": seed})
+    return RunRecord("multi_turn", variant, seed, config, pd.DataFrame(lines), curve, {"seed": seed})
 
 
 RUNS = [

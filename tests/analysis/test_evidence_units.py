@@ -11,7 +11,7 @@ import pytest
 from _runs import four_steps
 
 from toolcall_repro.analysis import evidence_inputs, evidence_units
-from toolcall_repro.analysis.loaders import TrainingRun
+from toolcall_repro.analysis.loaders import RunRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 IDS = ["h0", "h1", "h2", "h3", "h4"]
@@ -32,7 +32,7 @@ def _run(variant, seed, ids=IDS, steps=4):
         }
     )
     summary = {"seed": seed, "steps": 4, "heldout_ids": list(ids)}
-    return TrainingRun("multi_turn", variant, seed, {"n": 8}, pd.DataFrame(lines), curve, summary)
+    return RunRecord("multi_turn", variant, seed, {"n": 8}, pd.DataFrame(lines), curve, summary)
 
 
 def _identity(**over):
@@ -134,7 +134,7 @@ def _learning(variant, seed, scale):
         heldout_sampled_outcomes=rows,
         **{"time/cumulative_device_s": [0.0, 8.0 * scale, 16.0 * scale]},
     )
-    return TrainingRun(run.setting, variant, seed, run.config, run.metrics, curve, run.summary)
+    return RunRecord(run.setting, variant, seed, run.config, run.metrics, curve, run.summary)
 
 
 def _units(root: Path, seeds) -> None:

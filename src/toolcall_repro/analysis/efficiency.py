@@ -1,4 +1,4 @@
-"""The efficiency side: learning curves, the speedup table, step costs (pure; TrainingRun objects in)."""
+"""The efficiency side: learning curves, the speedup table, step costs (pure; RunRecord objects in)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 
 from toolcall_repro.analysis import runstats
 from toolcall_repro.analysis.claims import ratio_of_sums
-from toolcall_repro.analysis.loaders import TrainingRun
+from toolcall_repro.analysis.loaders import RunRecord
 from toolcall_repro.analysis.speedup import Curve, predicted_speedup, speedup_over_seeds
 from toolcall_repro.analysis.tabular import Table, fmt_pm
 from toolcall_repro.rl.advantage import GROUP_TYPES
@@ -20,7 +20,7 @@ from toolcall_repro.rl.metrics import epoch_report
 DEVICE_TIME = "time/cumulative_device_s"
 
 
-def run_curve(run: TrainingRun, time_key: str = DEVICE_TIME) -> Curve:
+def run_curve(run: RunRecord, time_key: str = DEVICE_TIME) -> Curve:
     """Held-out accuracy against cumulative hours (device-hours by default)."""
     missing = [k for k in (time_key, "heldout_accuracy") if k not in run.curve.columns]
     if missing:
@@ -28,8 +28,8 @@ def run_curve(run: TrainingRun, time_key: str = DEVICE_TIME) -> Curve:
     return Curve.from_points(list(run.curve[time_key] / 3600.0), list(run.curve["heldout_accuracy"]))
 
 
-def by_setting_variant(runs: Sequence[TrainingRun]) -> dict[str, dict[str, dict[int, TrainingRun]]]:
-    out: dict[str, dict[str, dict[int, TrainingRun]]] = defaultdict(dict)
+def by_setting_variant(runs: Sequence[RunRecord]) -> dict[str, dict[str, dict[int, RunRecord]]]:
+    out: dict[str, dict[str, dict[int, RunRecord]]] = defaultdict(dict)
     for r in runs:
         seeds = out[r.setting].setdefault(r.variant, {})
         if r.seed in seeds:
@@ -49,7 +49,7 @@ def _limit(candidate_f: float, baseline_u: float, config: dict) -> float:
 
 
 def speedup_table(
-    runs: Sequence[TrainingRun],
+    runs: Sequence[RunRecord],
     baseline: str = "vanilla",
     target: float | None = None,
     *,
@@ -188,7 +188,7 @@ def _speedup_display(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(shown)
 
 
-def run_identity(r: TrainingRun) -> dict:
+def run_identity(r: RunRecord) -> dict:
     """A training run's row key: setting, variant, seed, rollouts per prompt n, and whether it is plain GRPO
     (only plain runs show how cost scales with n; filtering and down-sampling change it)."""
     return {
@@ -200,7 +200,7 @@ def run_identity(r: TrainingRun) -> dict:
     }
 
 
-def cost_points(runs: Sequence[TrainingRun]) -> pd.DataFrame:
+def cost_points(runs: Sequence[RunRecord]) -> pd.DataFrame:
     """Per run: rollouts per prompt n, mean rollout / update seconds per step, mean prompt tokens per row."""
     rows = []
     for r in runs:
@@ -219,7 +219,7 @@ def cost_points(runs: Sequence[TrainingRun]) -> pd.DataFrame:
     )
 
 
-def cost_by_context(runs: Sequence[TrainingRun], bins: int = 6) -> pd.DataFrame:
+def cost_by_context(runs: Sequence[RunRecord], bins: int = 6) -> pd.DataFrame:
     """Steps of every run binned by prompt tokens per row: seconds per generated row, rollout vs update."""
     frames = []
     for r in runs:
@@ -248,7 +248,7 @@ def cost_by_context(runs: Sequence[TrainingRun], bins: int = 6) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def dynamics_table(runs: Sequence[TrainingRun], *, n_bootstrap: int = 2000, seed: int = 0) -> Table:
+def dynamics_table(runs: Sequence[RunRecord], *, n_bootstrap: int = 2000, seed: int = 0) -> Table:
     """Per training run: the first epoch's group types, all-correct retention, and update vs rollout time.
 
     The counts the claims scorecard tests (zero-variance share early in training, all-correct dominance,

@@ -1,4 +1,4 @@
-"""The efficiency experiment's report: every claim with its interval (pure: TrainingRun objects in).
+"""The efficiency experiment's report: every claim with its interval (pure: RunRecord objects in).
 
 Per setting, each variant against vanilla over paired seeds:
 - time to reach vanilla's peak held-out accuracy (PODS), bootstrap interval over prompts and seed pairs,
@@ -29,7 +29,7 @@ import pandas as pd
 
 from toolcall_repro.analysis import claims, runstats
 from toolcall_repro.analysis.efficiency import DEVICE_TIME, by_setting_variant
-from toolcall_repro.analysis.loaders import TrainingRun
+from toolcall_repro.analysis.loaders import RunRecord
 from toolcall_repro.analysis.matched import (
     FLOOR_BOUND,
     FLOOR_NEAR,
@@ -52,7 +52,7 @@ TABLE_NAMES = {"greedy": "efficiency", "sampled": "efficiency_sampled"}
 
 
 def outcome_curve(
-    run: TrainingRun, time_key: str = DEVICE_TIME, metric: str = "greedy", per_step_s: float | None = None
+    run: RunRecord, time_key: str = DEVICE_TIME, metric: str = "greedy", per_step_s: float | None = None
 ) -> OutcomeCurve | None:
     """Per-prompt outcomes of `metric` at each checkpoint against cumulative hours, or with `per_step_s`
     against cumulative seconds / per_step_s (vanilla-step equivalents: a seed-pair unit's vanilla CPU
@@ -65,12 +65,12 @@ def outcome_curve(
     return OutcomeCurve(tuple(c[time_key] / unit), np.array([list(o) for o in c[key]], dtype=float))
 
 
-def vanilla_step_seconds(run: TrainingRun) -> float:
+def vanilla_step_seconds(run: RunRecord) -> float:
     """A run's training seconds a step on the device clock: the unit of a seed-pair unit's time axis."""
     return _step_seconds(run) / max(1, len(run.metrics))
 
 
-def metrics_recorded(runs: Sequence[TrainingRun]) -> list[str]:
+def metrics_recorded(runs: Sequence[RunRecord]) -> list[str]:
     """The held-out metrics with per-prompt outcomes in at least one run (greedy always listed first)."""
     return [m for m in METRICS if m == "greedy" or any(outcome_curve(r, metric=m) is not None for r in runs)]
 
@@ -84,7 +84,7 @@ def predicted_ratio(f: float, u: float, kept: float, n_ratio: float = 1.0) -> fl
         return math.nan
 
 
-def _n_ratio(variant: Sequence[TrainingRun], baseline: Sequence[TrainingRun]) -> float:
+def _n_ratio(variant: Sequence[RunRecord], baseline: Sequence[RunRecord]) -> float:
     """The variant's rollouts per prompt over vanilla's (nan when a run does not record its n)."""
     ns = [{r.config.get("n") for r in runs} for runs in (variant, baseline)]
     if any(len(n) != 1 or None in n for n in ns):
@@ -123,18 +123,18 @@ def _iv(est, lo, hi, digits=2) -> str:
     return f"{_fmt(est, digits)} [{_fmt(lo, digits)}, {_fmt(hi, digits)}]"
 
 
-def _first_epoch(runs: Sequence[TrainingRun]) -> dict[str, float]:
+def _first_epoch(runs: Sequence[RunRecord]) -> dict[str, float]:
     fr = [epoch_report(r.metrics.to_dict("records"))[0] for r in runs if len(r.metrics)]
     return {t: float(np.mean([f[f"{t}_frac"] for f in fr])) for t in ("all_correct", "all_wrong", "mixed")}
 
 
-def _step_seconds(run: TrainingRun) -> float:
+def _step_seconds(run: RunRecord) -> float:
     """The run's training seconds on the device clock (runstats.clock)."""
     return float(runstats.step_seconds(run.metrics).sum())
 
 
 def efficiency_tables(
-    runs: Sequence[TrainingRun],
+    runs: Sequence[RunRecord],
     *,
     margin: float | Mapping = 0.05,
     baseline: str = "vanilla",
@@ -483,7 +483,7 @@ def _display(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(shown)
 
 
-def epochs_table(runs: Sequence[TrainingRun]) -> Table:
+def epochs_table(runs: Sequence[RunRecord]) -> Table:
     """Per run and epoch: group types, coverage, skips, probes, streaks, AC->AC transitions, step seconds."""
     rows = []
     for r in runs:
@@ -523,7 +523,7 @@ def epochs_table(runs: Sequence[TrainingRun]) -> Table:
     )
 
 
-def learning_curves(runs: Sequence[TrainingRun]) -> list:
+def learning_curves(runs: Sequence[RunRecord]) -> list:
     """Held-out accuracy against epoch and against cumulative CPU hours: seed mean, min-max band."""
     from toolcall_repro.analysis.figures import _empty, _finish, _new, _run_sources
 
@@ -567,7 +567,7 @@ def learning_curves(runs: Sequence[TrainingRun]) -> list:
 
 def write_report(run_dir, out_dir, cfg: Mapping, inputs=None) -> list:
     """Tables and figures of the efficiency experiment under out_dir (tables/, figures/, index.md), from
-    the training runs cfg['runs'] names (toolcall_repro.experiment.TrainingRun.unit), among `inputs`
+    the training runs cfg['runs'] names (toolcall_repro.units.TrainingRun.unit), among `inputs`
     (the rule's declared inputs) when given. The runs' analysis inputs are written first (out_dir/inputs,
     `analysis.evidence_inputs`) and everything is computed from them read back, so those files alone
     rebuild the report (`rebuild`)."""

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from toolcall_repro.analysis.loaders import TrainingRun
+from toolcall_repro.analysis.loaders import RunRecord
 
 __all__ = ["FILES", "export_runs", "load_runs", "read_config"]
 
@@ -47,7 +47,7 @@ def _gzip_lines(path: Path, lines: Sequence[dict]) -> None:
         f.write(text.encode())
 
 
-def _identity(run: TrainingRun, run_dir: Path | None) -> dict:
+def _identity(run: RunRecord, run_dir: Path | None) -> dict:
     """Where the run's files came from: its manifest, that job's commit and config digest."""
     manifest = run.trace.get("manifest") if run.trace else None
     out = {"manifest": manifest}
@@ -58,7 +58,7 @@ def _identity(run: TrainingRun, run_dir: Path | None) -> dict:
 
 
 def export_runs(
-    runs: Sequence[TrainingRun],
+    runs: Sequence[RunRecord],
     out_dir: str | Path,
     report_config: Mapping,
     run_dir: str | Path | None = None,
@@ -111,7 +111,7 @@ def _read_lines(path: Path) -> dict[tuple, list[dict]]:
     return by_run
 
 
-def load_runs(in_dir: str | Path) -> list[TrainingRun]:
+def load_runs(in_dir: str | Path) -> list[RunRecord]:
     """The training runs as the report reads them, from the files `export_runs` wrote."""
     folder = Path(in_dir)
     missing = [n for n in FILES if not (folder / n).is_file()]
@@ -124,7 +124,7 @@ def load_runs(in_dir: str | Path) -> list[TrainingRun]:
     for r in index["runs"]:
         key = (r["setting"], r["variant"], r["seed"])
         runs.append(
-            TrainingRun(
+            RunRecord(
                 setting=r["setting"],
                 variant=r["variant"],
                 seed=int(r["seed"]),

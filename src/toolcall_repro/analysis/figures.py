@@ -19,7 +19,7 @@ from matplotlib.ticker import MaxNLocator
 
 from toolcall_repro.analysis import runstats
 from toolcall_repro.analysis.efficiency import by_setting_variant, run_curve
-from toolcall_repro.analysis.loaders import TrainingRun, card_field
+from toolcall_repro.analysis.loaders import RunRecord, card_field
 from toolcall_repro.analysis.tabular import is_missing, percent_scale
 
 PROTOCOL_FIELDS = ("system_prompt", "template", "thinking", "temperature", "top_p", "max_tokens", "backend")
@@ -158,7 +158,7 @@ def _value(df: pd.DataFrame, model: str, col: str) -> float:
 # --- training figures ---------------------------------------------------------------------------------
 
 
-def describe_training(runs: Sequence[TrainingRun]) -> str:
+def describe_training(runs: Sequence[RunRecord]) -> str:
     parts = []
     for setting, variants in sorted(by_setting_variant(runs).items()):
         cfg = next(iter(next(iter(variants.values())).values())).config
@@ -173,11 +173,11 @@ def describe_training(runs: Sequence[TrainingRun]) -> str:
     return "Training: " + "; ".join(parts) + "." if parts else "No training runs."
 
 
-def _run_sources(runs: Sequence[TrainingRun]) -> list[tuple[str, str | None]]:
+def _run_sources(runs: Sequence[RunRecord]) -> list[tuple[str, str | None]]:
     return [(r.trace.get("source"), r.trace.get("manifest")) for r in runs]
 
 
-def group_fractions(runs: Sequence[TrainingRun]) -> Fig:
+def group_fractions(runs: Sequence[RunRecord]) -> Fig:
     """All-correct / all-wrong / mixed fractions of the prompt groups per step, per run."""
     caption = (
         "Group types over training: fraction of prompt groups whose n rollouts are all correct,"
@@ -212,7 +212,7 @@ def group_fractions(runs: Sequence[TrainingRun]) -> Fig:
     return _finish("group_fractions", fig, caption, _run_sources(runs))
 
 
-def retention(runs: Sequence[TrainingRun]) -> Fig:
+def retention(runs: Sequence[RunRecord]) -> Fig:
     """P(still all-correct next epoch | all-correct for the last k epochs), per epoch."""
     caption = (
         "Retention of all-correct prompts: k=1 from the epoch-to-epoch transition counts of every"
@@ -253,7 +253,7 @@ def retention(runs: Sequence[TrainingRun]) -> Fig:
     return _finish("retention", fig, caption, _run_sources(runs))
 
 
-def step_costs(points: pd.DataFrame, by_context: pd.DataFrame, runs: Sequence[TrainingRun]) -> Fig:
+def step_costs(points: pd.DataFrame, by_context: pd.DataFrame, runs: Sequence[RunRecord]) -> Fig:
     """Rollout vs update seconds as n grows (per run) and as the context grows (steps binned)."""
     caption = (
         "Where step time goes: mean rollout (generation) and policy-update seconds per step against"
@@ -287,7 +287,7 @@ def step_costs(points: pd.DataFrame, by_context: pd.DataFrame, runs: Sequence[Tr
 
 
 def accuracy_vs_time(
-    runs: Sequence[TrainingRun],
+    runs: Sequence[RunRecord],
     speedups: pd.DataFrame,
     baseline: str = "vanilla",
     time_label: str = "device-hours",

@@ -48,7 +48,7 @@ class Declared:
     `inputs` (a rule's declared input files) limits every read to them: the loaders below keep only
     declared result files and manifests (`visible`), so a stale file beside them never reaches a table.
     Without `inputs` (a run directory read as a whole) everything is visible. A file's manifest is its
-    unit's (toolcall_repro.experiment: Score.unit, TrainingRun.unit, the filter report's), never found by
+    unit's (toolcall_repro.units: Score.unit, TrainingRun.unit, the filter report's), never found by
     matching paths; it is cited when it is visible and exists.
     """
 
@@ -87,7 +87,7 @@ def _seeds_of(summary: dict, metric: dict) -> list:
 
 
 def _units(units: Iterable[Mapping], index: Declared, **match) -> list[tuple[Mapping, Path]]:
-    """The units (toolcall_repro.experiment: Score.unit, TrainingRun.unit) that match, with their file,
+    """The units (toolcall_repro.units: Score.unit, TrainingRun.unit) that match, with their file,
     among the files this reader may read. A unit's meaning is its own fields, never its path."""
     chosen = [u for u in units if all(u.get(k) == v for k, v in match.items())]
     paths = [Path(u.get("path") or Path(u["dir"]) / "summary.json") for u in chosen]
@@ -239,7 +239,10 @@ def _reasons(counts: dict) -> str:
 
 
 @dataclass
-class TrainingRun:
+class RunRecord:
+    """One training run's records as the analysis reads them (its metrics, curve and summary); the run
+    itself, as the experiment names it, is a units.TrainingRun."""
+
     setting: str  # the training set: single_turn, multi_turn, format_single, format_multi
     variant: str
     seed: int
@@ -256,8 +259,8 @@ class TrainingRun:
 
 def load_training_runs(
     run_dir: Path, units: Iterable[Mapping], index: Declared, settings: Iterable[str] = SETTINGS
-) -> list[TrainingRun]:
-    """The training runs the experiment names (TrainingRun.unit: dataset, variant, seed, dir), each with
+) -> list[RunRecord]:
+    """The training runs the experiment names (units.TrainingRun.unit: dataset, variant, seed, dir), each with
     metrics.jsonl, curve.jsonl and summary.json (all three), for the training sets in `settings`.
 
     The run's hyper-parameters come from summary['config'] when present, else from the manifest's
@@ -278,7 +281,7 @@ def load_training_runs(
         if seed is None:
             seed = (manifest.get("seeds") or {}).get("train", 0)
         runs.append(
-            TrainingRun(
+            RunRecord(
                 setting=unit["dataset"],
                 variant=unit["variant"],
                 seed=int(seed),
