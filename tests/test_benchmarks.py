@@ -13,7 +13,8 @@ import yaml
 
 from toolcall_repro import benchmarks, preflight
 from toolcall_repro.experiment import Experiment
-from toolcall_repro.job import Job, JobError, stage_function
+from toolcall_repro.job import stage_function
+from toolcall_repro.jobspec import Job, JobError
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from toolcall_repro import job, provenance
+from toolcall_repro import job, jobspec, provenance, sheet, stage
 from toolcall_repro.data.schema import read_samples
 
 
@@ -100,18 +100,18 @@ def test_a_bad_spec_is_refused_with_the_key_and_what_is_allowed(tmp_path, capsys
 
 
 def test_accessors_name_the_rule_and_what_is_there():
-    j = job.Job(rule="r", stage="pool_tooln1", input={"a": "x", "b": ["y", "z"]}, output={"o": "p"})
+    j = jobspec.Job(rule="r", stage="pool_tooln1", input={"a": "x", "b": ["y", "z"]}, output={"o": "p"})
     assert j.path("a") == "x" and j.paths("a") == ["x"] and j.paths("b") == ["y", "z"] and j.out("o") == "p"
-    with pytest.raises(job.JobError, match=r"r: input 'b' is a list of 2"):
+    with pytest.raises(jobspec.JobError, match=r"r: input 'b' is a list of 2"):
         j.path("b")
-    with pytest.raises(job.JobError, match=r"r: no input named 'c'; named: \['a', 'b'\]"):
+    with pytest.raises(jobspec.JobError, match=r"r: no input named 'c'; named: \['a', 'b'\]"):
         j.path("c")
-    with pytest.raises(job.JobError, match=r"r: seed 'filter' is not set"):
+    with pytest.raises(jobspec.JobError, match=r"r: seed 'filter' is not set"):
         j.seed("filter")
     assert j.option("threads", 1) == 1
 
 
-@pytest.mark.parametrize("stage", sorted(job.STAGES))
+@pytest.mark.parametrize("stage", sorted(sheet.STAGES))
 def test_every_stage_names_a_function_that_exists(stage):
     assert callable(job.stage_function(stage))
 
@@ -151,7 +151,7 @@ def test_a_stage_runs_by_hand_through_the_function_its_rule_runs(tmp_path, capsy
 
 
 def test_hand_jobs_list_repeated_names_and_parse_option_values():
-    j = job.hand_job("report_filter", inputs=["steps=a.json", "steps=b.json", "rejects=r.jsonl"],
+    j = stage.hand_job("report_filter", inputs=["steps=a.json", "steps=b.json", "rejects=r.jsonl"],
                      outputs=["json=o.json"], options=["threads=2", "backend=vllm", "verl={\"nodes\": 1}"])  # fmt: skip
     assert j.paths("steps") == ["a.json", "b.json"] and j.path("rejects") == "r.jsonl"
     assert j.files == {"input": ["a.json", "b.json", "r.jsonl"], "output": ["o.json"]} and j.manifest is None

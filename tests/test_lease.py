@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from toolcall_repro import lease
-from toolcall_repro.job import Job, run
+from toolcall_repro.job import run
+from toolcall_repro.jobspec import Job
 
 RUN = "results/r"
 

@@ -4,7 +4,8 @@ config is the whole config, the archive packs the run and its config files; neit
 import json
 
 from toolcall_repro import archive
-from toolcall_repro.job import Job, run
+from toolcall_repro.job import run
+from toolcall_repro.jobspec import Job
 
 
 def make_run(tmp_path):

@@ -12,7 +12,7 @@ from toolcall_repro import archive, compare
 PASS_THROUGH = {
     "plan": ("toolcall_repro.plan", "main"),
     "digests": ("toolcall_repro.digests", "main"),
-    "stage": ("toolcall_repro.job", "stage_main"),
+    "stage": ("toolcall_repro.stage", "stage_main"),
     "evidence-unit": ("toolcall_repro.analysis.evidence_units", "main"),
     "lock-hub": ("toolcall_repro.hub_lock", "main"),
     "leases": ("toolcall_repro.lease", "main"),

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from toolcall_repro.cli import main
-from toolcall_repro.job import Job, run
+from toolcall_repro.job import run
+from toolcall_repro.jobspec import Job
 
 CONFIG = {
     "evaluate": {

@@ -92,12 +92,13 @@ def test_a_gpu_job_checks_the_lock_of_its_runs_engines_cuda(tmp_path, monkeypatc
     what common.smk's job_files passes): on driver 550 a cu12 job starts, a cu13 one (or one that names
     none: the default) stops in one line."""
     from toolcall_repro import job as job_mod
+    from toolcall_repro import jobspec, stage
 
     monkeypatch.setenv("PATH", standin(tmp_path, "echo 550.54.15")["PATH"])
-    files = job_mod.files_param({}, {"a": "x"}, {"o": "y"}, {"gpu": 8}, cuda=12)
-    assert json.loads(files)["cuda"] == 12 and "cuda" not in json.loads(job_mod.files_param({}, {}, {}, {}))
+    files = jobspec.files_param({}, {"a": "x"}, {"o": "y"}, {"gpu": 8}, cuda=12)
+    assert json.loads(files)["cuda"] == 12 and "cuda" not in json.loads(jobspec.files_param({}, {}, {}, {}))
     spec = json.dumps({"stage": "pool_tooln1"})
-    cu12 = job_mod.Job.from_json(spec, files)
+    cu12 = jobspec.Job.from_json(spec, files)
     assert cu12.cuda == 12 and cu12.gpus == 8
     assert job_mod._driver_ok(cu12) is True
     assert (
@@ -105,12 +106,12 @@ def test_a_gpu_job_checks_the_lock_of_its_runs_engines_cuda(tmp_path, monkeypatc
         in capsys.readouterr().out
     )
     for cuda in (13, None):
-        job = job_mod.Job(rule="train_grpo", stage="train_grpo", gpus=8, cuda=cuda)
+        job = jobspec.Job(rule="train_grpo", stage="train_grpo", gpus=8, cuda=cuda)
         assert job_mod._driver_ok(job) is False
         assert "train_grpo: gpu driver: found 550.54.15, but CUDA 13" in capsys.readouterr().err
     # by hand: `toolcall-repro stage ... --gpus 1 --cuda 12` (scripts/gpu_smoke.sh's generate_bfcl)
-    assert job_mod.job_from_argv(["pool_tooln1", "--gpus", "1", "--cuda", "12"]).cuda == 12
-    assert job_mod.job_from_argv(["pool_tooln1"]).cuda is None
+    assert stage.job_from_argv(["pool_tooln1", "--gpus", "1", "--cuda", "12"]).cuda == 12
+    assert stage.job_from_argv(["pool_tooln1"]).cuda is None
 
 
 def test_an_old_driver_is_refused_in_one_line_that_says_what_to_do(tmp_path):

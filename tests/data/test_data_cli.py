@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 from toolcall_repro.data.schema import read_samples
-from toolcall_repro.job import hand_job, run
+from toolcall_repro.job import run
+from toolcall_repro.stage import hand_job
 
 
 def stage(name, ins=(), outs=(), config=None, seeds=(), options=()):

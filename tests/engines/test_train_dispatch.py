@@ -7,7 +7,8 @@ import stat
 import pytest
 
 from toolcall_repro.engines import train
-from toolcall_repro.job import Job, run
+from toolcall_repro.job import run
+from toolcall_repro.jobspec import Job
 
 RUN = {"n": 8, "batch_size": 4}
 

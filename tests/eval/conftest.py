@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from toolcall_repro.job import Job, run
+from toolcall_repro.job import run
+from toolcall_repro.jobspec import Job
 
 
 def _flat(named: dict) -> list[str]:

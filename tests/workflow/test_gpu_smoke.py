@@ -43,7 +43,7 @@ def arg(cmd, flag):
 
 def stage_job(cmd):
     """The job the stage command would run, built by the real CLI's parser (`toolcall-repro stage`)."""
-    from toolcall_repro.job import job_from_argv
+    from toolcall_repro.stage import job_from_argv
 
     at = cmd.index("toolcall_repro.cli")
     assert cmd[at + 1] == "stage", cmd

@@ -4,7 +4,7 @@ import yaml
 
 from toolcall_repro.archive import code_tag
 from toolcall_repro.experiment import SOURCES, Experiment
-from toolcall_repro.job import files_param, job_param
+from toolcall_repro.jobspec import files_param, job_param
 from toolcall_repro.preflight import check_config
 from toolcall_repro.provenance import config_hash
 from toolcall_repro.runconfig import ConfigError, schema_problem
@@ -68,14 +68,14 @@ def subtree(*keys):
 
 
 def job_files(wildcards, input, output, resources):
-    """params.files (toolcall_repro.job.files_param) with engines.cuda, for a GPU job's driver check: a
+    """params.files (toolcall_repro.jobspec.files_param) with engines.cuda, for a GPU job's driver check: a
     function of input, output and resources, so no rerun trigger records it (files_param says why).
     """
     return files_param(wildcards, input, output, resources, cuda=CUDA)
 
 
 def job(name, stage=None, **spec):
-    """A rule's params: files (job_files) and job (toolcall_repro.job.job_param) of the sheet's row: the
+    """A rule's params: files (job_files) and job (toolcall_repro.jobspec.job_param) of the sheet's row: the
     stage it runs (`stage`: a function of the wildcards, for score_benchmark's plug-ins), and for a
     `use rule X as Y` twin its own name."""
     row = kind(name)

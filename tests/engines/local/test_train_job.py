@@ -3,7 +3,8 @@ config reaches the trainer in-process, the outputs and the manifest are written,
 
 import json
 
-from toolcall_repro.job import Job, run
+from toolcall_repro.job import run
+from toolcall_repro.jobspec import Job
 
 
 def train_job(files, base, out, cfg, seed=3):

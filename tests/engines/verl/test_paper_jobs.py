@@ -27,7 +27,7 @@ from omegaconf import OmegaConf, open_dict  # noqa: E402
 from toolcall_repro.engines import train  # noqa: E402
 from toolcall_repro.engines.verl import hydra, launch  # noqa: E402
 from toolcall_repro.engines.verl.main import check_config, check_model_config, compose_config  # noqa: E402
-from toolcall_repro.job import Job  # noqa: E402
+from toolcall_repro.jobspec import Job  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tests" / "workflow"))

@@ -164,7 +164,8 @@ def test_both_checkers_score_every_run_and_differ_on_ground_truth_as_upstream_do
 
 
 def test_the_job_reports_bad_input_clearly(data_dir, tmp_path, capsys, protocol_json):
-    from toolcall_repro.job import hand_job, run
+    from toolcall_repro.job import run
+    from toolcall_repro.stage import hand_job
 
     def score(data, protocol, categories):
         return run(hand_job("score_acebench", inputs=[f"data={data}", "model=m"], outputs=[f"score={tmp_path / 'x.json'}"],

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from toolcall_repro.eval.bfcl.jobs import parse_protocol
-from toolcall_repro.job import job_from_argv, run
+from toolcall_repro.job import run
+from toolcall_repro.stage import job_from_argv
 
 # slow: the module's fixture runs generate_bfcl and score_bfcl through the CLI in fresh processes, and again in
 # this one (~12 s), before any of its tests.
