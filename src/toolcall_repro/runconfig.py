@@ -172,6 +172,16 @@ def run_problems(raw: Mapping, engine: str = "local", where: Mapping[str, str] |
     unknown = sorted(set(raw) - set(REQUIRED) - set(OPTIONAL) - set(PASSTHROUGH) - set(ENGINE_KEYS[engine]))
     if missing or unknown:
         return [f"run config: missing keys {missing}, unknown keys {unknown}"]
+    return [
+        *_number_problems(raw, engine, at),
+        *_filter_problems(raw["filter"], at),
+        *_downsample_problems(raw["downsample"], raw["n"], where, at),
+        *_optional_problems(raw, at),
+    ]
+
+
+def _number_problems(raw: Mapping, engine: str, at) -> list[str]:
+    """The sizes, rates and the loss mode of a run (its required keys)."""
     out = []
     for key in ("batch_size", "n", "max_prompt_tokens", "max_new_tokens", "epochs", "checkpoint_every"):
         if not _int(raw[key]) or raw[key] < 1:
@@ -201,31 +211,44 @@ def run_problems(raw: Mapping, engine: str = "local", where: Mapping[str, str] |
             must(at("loss_agg"), f"one of {LOSS_AGG[engine]} on engines.training {engine}", raw["loss_agg"])
             + note
         )
-    filt = raw["filter"]
-    if filt is not None:
-        if not isinstance(filt, Mapping) or set(filt) - set(FILTER_KEYS) or "k" not in filt:
-            keys = sorted(filt) if isinstance(filt, Mapping) else filt
-            out.append(f"{at('filter')}: filter needs k and only {list(FILTER_KEYS)}, got {keys}")
-        else:
-            out += [f"{at('filter')}.{p}" for p in filter_problems(**filt)]
-            if filt["k"] is None:
-                out.append(must(at("filter.k"), "an int >= 1 (no filter: filter null)", None))
-    down = raw["downsample"]
-    if down is not None:
-        if not isinstance(down, Mapping) or set(down) - set(DOWNSAMPLE_KEYS) or "m" not in down:
-            keys = sorted(down) if isinstance(down, Mapping) else down
-            out.append(f"{at('downsample')}: downsample needs m and only {list(DOWNSAMPLE_KEYS)}, got {keys}")
-        else:
-            problem = m_problem(down["m"], n)
-            if problem:
-                n_from = f" ({where['n']}: {n})" if "n" in where else ""
-                out.append(must(at("downsample.m"), f"{problem}{n_from}", down["m"]))
-            if down.get("selection", "max_variance") not in SELECTIONS:
-                out.append(must(at("downsample.selection"), f"one of {SELECTIONS}", down["selection"]))
-            if down.get("advantage_scope", "group") not in SCOPES:
-                out.append(
-                    must(at("downsample.advantage_scope"), f"one of {SCOPES}", down["advantage_scope"])
-                )
+    return out
+
+
+def _filter_problems(filt: object, at) -> list[str]:
+    """The pre-rollout filter's keys and its probe schedule (rl.filter_problems); null: no filter."""
+    if filt is None:
+        return []
+    if not isinstance(filt, Mapping) or set(filt) - set(FILTER_KEYS) or "k" not in filt:
+        keys = sorted(filt) if isinstance(filt, Mapping) else filt
+        return [f"{at('filter')}: filter needs k and only {list(FILTER_KEYS)}, got {keys}"]
+    out = [f"{at('filter')}.{p}" for p in filter_problems(**filt)]
+    if filt["k"] is None:
+        out.append(must(at("filter.k"), "an int >= 1 (no filter: filter null)", None))
+    return out
+
+
+def _downsample_problems(down: object, n: object, where: Mapping[str, str], at) -> list[str]:
+    """Down-sampling's keys, m's range (m_problem), the selection and the advantage scope; null: none."""
+    if down is None:
+        return []
+    if not isinstance(down, Mapping) or set(down) - set(DOWNSAMPLE_KEYS) or "m" not in down:
+        keys = sorted(down) if isinstance(down, Mapping) else down
+        return [f"{at('downsample')}: downsample needs m and only {list(DOWNSAMPLE_KEYS)}, got {keys}"]
+    out = []
+    problem = m_problem(down["m"], n)
+    if problem:
+        n_from = f" ({where['n']}: {n})" if "n" in where else ""
+        out.append(must(at("downsample.m"), f"{problem}{n_from}", down["m"]))
+    if down.get("selection", "max_variance") not in SELECTIONS:
+        out.append(must(at("downsample.selection"), f"one of {SELECTIONS}", down["selection"]))
+    if down.get("advantage_scope", "group") not in SCOPES:
+        out.append(must(at("downsample.advantage_scope"), f"one of {SCOPES}", down["advantage_scope"]))
+    return out
+
+
+def _optional_problems(raw: Mapping, at) -> list[str]:
+    """The optional keys a run may set (null: the default)."""
+    out = []
     if raw.get("max_steps") is not None and (not _int(raw["max_steps"]) or raw["max_steps"] < 1):
         out.append(must(at("max_steps"), "an int >= 1 or null", raw["max_steps"]))
     for key in ("micro_batch_size", "ppo_mini_batches", "keep_checkpoints", "eval_batch_size"):
