@@ -418,11 +418,36 @@ def build_overrides(
     geo = geometry(run, v)
     parsed = check_variant(run)  # the run's one typed parse on this route
     attn = attention(v, flash_attn_installed)
-    steps = max_steps(run)
-    max_prompt, max_response = int(run["max_prompt_tokens"]), response_tokens(run)
-    nodes = int(v["nodes"])
-    every = int(run["checkpoint_every"])
     ov = {
+        **_data_overrides(run, paths, geo, seed),
+        **_actor_overrides(run, v, paths, geo, seed, attn),
+        **_rollout_overrides(run, v, geo, seed),
+        **_trainer_overrides(run, v, paths),
+    }
+    out = [f"{k}={hydra_value(val)}" for k, val in ov.items()]
+    # hf_model.yaml's override_config is an empty dict: the key is added ('+').
+    out.append(f"+actor_rollout_ref.model.override_config.attn_implementation={attn}")
+    # The chat template's kwargs in verl's dataset and agent loop (an empty dict too): Qwen3's thinking
+    # switch, the one filtering and evaluation pass (config model.enable_thinking).
+    out += [f"+data.apply_chat_template_kwargs.{k}={hydra_value(v)}" for k, v in template_kwargs(run).items()]
+    out += flat_overrides("toolcall", toolcall_section(run, parsed, paths, seed, geo, fingerprint), add=True)
+    out += device_overrides(v)
+    # A retry continues the same run from its newest complete checkpoint (weights, optimizer, dataloader;
+    # the filter's state rides in the same folder); a first attempt starts from the base weights.
+    out += [
+        f"trainer.resume_mode={'resume_path' if resume_from else 'disable'}",
+        f"trainer.resume_from_path={hydra_value(resume_from)}",
+    ]
+    extra = list(v["extra_overrides"] or [])
+    if any(not isinstance(x, str) or "=" not in x for x in extra):
+        raise VerlConfigError(f"train.verl.extra_overrides must be 'key=value' strings, got {extra}")
+    return out + extra
+
+
+def _data_overrides(run: Mapping, paths: RunPaths, geo: Geometry, seed: int) -> dict:
+    """GRPO itself and the dataset: files, batch, prompt and response lengths, shuffling."""
+    max_prompt, max_response = int(run["max_prompt_tokens"]), response_tokens(run)
+    return {
         "algorithm.adv_estimator": "grpo",
         "algorithm.norm_adv_by_std_in_grpo": True,
         "algorithm.use_kl_in_reward": False,
@@ -438,6 +463,12 @@ def build_overrides(
         "data.truncation": "error",
         "data.shuffle": True,
         "data.seed": int(seed),
+    }
+
+
+def _actor_overrides(run: Mapping, v: Mapping, paths: RunPaths, geo: Geometry, seed: int, attn: str) -> dict:
+    """The policy model and its update: weights, attention, optimizer, the clipped loss, FSDP."""
+    return {
         "actor_rollout_ref.model.path": paths.model,
         # Padding removal packs sequences into one row: only flash-attn's varlen kernels keep them apart.
         "actor_rollout_ref.model.use_remove_padding": attn == "flash_attention_2",
@@ -462,6 +493,12 @@ def build_overrides(
         "actor_rollout_ref.actor.fsdp_config.param_offload": bool(v["param_offload"]),
         "actor_rollout_ref.actor.fsdp_config.optimizer_offload": bool(v["optimizer_offload"]),
         "actor_rollout_ref.actor.data_loader_seed": int(seed),
+    }
+
+
+def _rollout_overrides(run: Mapping, v: Mapping, geo: Geometry, seed: int) -> dict:
+    """Generation with vLLM (n rollouts a prompt, sampling, held-out decoding) and the reward function."""
+    return {
         "actor_rollout_ref.rollout.name": "vllm",
         "actor_rollout_ref.rollout.n": geo.n,
         "actor_rollout_ref.rollout.temperature": float(run["temperature"]),
@@ -483,6 +520,13 @@ def build_overrides(
         "reward.custom_reward_function.path": REWARD_MODULE,
         "reward.custom_reward_function.name": "compute_score",
         "reward.reward_manager.name": "naive",
+    }
+
+
+def _trainer_overrides(run: Mapping, v: Mapping, paths: RunPaths) -> dict:
+    """The trainer loop: loggers, nodes and GPUs, epochs and steps, checkpoints, validation, Ray."""
+    steps, nodes, every = max_steps(run), int(v["nodes"]), int(run["checkpoint_every"])
+    return {
         # console, our JSONL (engines.verl.metrics reads it) and the trackers config engines.tracking names
         # (tensorboard: event files under the run's tensorboard/; wandb, mlflow: verl's own loggers)
         "trainer.logger": ["console", "file", *trackers(v)],
@@ -505,24 +549,6 @@ def build_overrides(
         "trainer.validation_data_dir": paths.validation_dir,
         "ray_kwargs.ray_init.num_cpus": ray_cpus(v),
     }
-    out = [f"{k}={hydra_value(val)}" for k, val in ov.items()]
-    # hf_model.yaml's override_config is an empty dict: the key is added ('+').
-    out.append(f"+actor_rollout_ref.model.override_config.attn_implementation={attn}")
-    # The chat template's kwargs in verl's dataset and agent loop (an empty dict too): Qwen3's thinking
-    # switch, the one filtering and evaluation pass (config model.enable_thinking).
-    out += [f"+data.apply_chat_template_kwargs.{k}={hydra_value(v)}" for k, v in template_kwargs(run).items()]
-    out += flat_overrides("toolcall", toolcall_section(run, parsed, paths, seed, geo, fingerprint), add=True)
-    out += device_overrides(v)
-    # A retry continues the same run from its newest complete checkpoint (weights, optimizer, dataloader;
-    # the filter's state rides in the same folder); a first attempt starts from the base weights.
-    out += [
-        f"trainer.resume_mode={'resume_path' if resume_from else 'disable'}",
-        f"trainer.resume_from_path={hydra_value(resume_from)}",
-    ]
-    extra = list(v["extra_overrides"] or [])
-    if any(not isinstance(x, str) or "=" not in x for x in extra):
-        raise VerlConfigError(f"train.verl.extra_overrides must be 'key=value' strings, got {extra}")
-    return out + extra
 
 
 def ray_cpus(verl: Mapping) -> int | None:
