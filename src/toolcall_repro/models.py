@@ -51,10 +51,12 @@ class Models:
         return self.hub_model_dir(name) if self.is_hub_model(name) else name
 
     def hub_models(self) -> list[str]:
-        """Every hub model the DAG snapshots (download_model): base, per-setting policies, filter policies."""
+        """Every hub model the DAG snapshots (download_model): base, per-setting policies, filter policies, the
+        evaluation models taken as published (evaluate.models.<tag>.source: hub)."""
         model = self.config["model"]
         names = [model["base"], model.get("filter_policy"), model.get("filter_policy_multi_turn")]
         names += [s.get("model") for s in self.config["train"]["settings"].values()]
+        names += [s["model"] for s in self.config["evaluate"]["models"].values() if s["source"] == "hub"]
         return sorted({n for n in names if n and n not in POLICY_NAMES and self.is_hub_model(n)})
 
     def thinking(self, model: str | None) -> bool | None:
@@ -117,6 +119,8 @@ class Models:
             return self.base_model_dir()
         if spec["source"] == "train":
             return self.final_model_dir(spec["setting"], spec["variant"])
+        if spec["source"] == "hub":  # as published: the hub snapshot (download_model), or a local folder
+            return self.model_path(spec["model"])
         return self.final_model_dir(spec["dataset"], self.config["train"]["format_study"]["variant"])
 
     def eval_model(self, tag: str) -> str:
@@ -124,6 +128,8 @@ class Models:
         spec = self.config["evaluate"]["models"][tag]
         if spec["source"] == "base":
             return self.config["model"]["base"]
+        if spec["source"] == "hub":
+            return spec["model"]
         return self.start_model(spec["setting"] if spec["source"] == "train" else spec["dataset"])
 
     def model_spec(self, tag: str) -> dict:

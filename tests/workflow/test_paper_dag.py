@@ -128,10 +128,32 @@ def test_every_generation_gets_its_models_thinking_switch(paper_jobs):
     (single,) = [j for j in paper_jobs if j.rule == "filter_single_turn"]
     assert multi.run_config["enable_thinking"] is True and single.run_config["enable_thinking"] is False
     scored = [j for j in paper_jobs if j.rule in ("generate_bfcl", "score_acebench")]
+    # Qwen3 (base: Qwen3-4B; rl-multi and the format study's models trained from it; qwen3-8b) thinks;
+    # Qwen2.5 and Llama have no switch (false)
+    thinks = {"base", "rl-multi", "fmt-single", "fmt-multi", "qwen3-8b"}
     assert scored and all(
-        j.run_config["protocol"]["enable_thinking"] is (j.wildcards["model"] != "rl-single") for j in scored
+        j.run_config["protocol"]["enable_thinking"] is (j.wildcards["model"] in thinks) for j in scored
     )
-    assert any(j.wildcards["model"] == "base" for j in scored)
+    assert {"base", "qwen3-8b", "qwen25-7b", "llama31-8b"} <= {j.wildcards["model"] for j in scored}
+
+
+def test_the_studies_evaluate_the_papers_models(paper_jobs):
+    """The seed study's five models at 10 seeds and the template study's three, each evaluated as published
+    (evaluate.models.<tag>.source: hub): its snapshot downloaded on the submit host at its revision, its
+    card naming the model."""
+    variance = {j.wildcards["model"] for j in paper_jobs if j.rule == "summarise_bfcl_variance"}
+    assert variance == {"base", "qwen3-8b", "qwen25-7b", "llama31-8b", "llama32-3b"}
+    for model in variance:
+        seeds = {j.wildcards["seed"] for j in paper_jobs if j.rule == "generate_bfcl"
+                 and j.wildcards["model"] == model and j.wildcards["protocol"] == "default"}  # fmt: skip
+        assert seeds == {str(s) for s in range(10)}, (model, seeds)
+    context = {j.wildcards["model"] for j in paper_jobs if j.rule == "summarise_bfcl" and j.wildcards["protocol"] == "context"}
+    assert context == {"base", "qwen3-8b", "qwen25-7b"}
+    downloads = {j.wildcards["slug"] for j in paper_jobs if j.rule == "download_model"}
+    assert {"meta-llama--Llama-3.1-8B-Instruct", "meta-llama--Llama-3.2-3B-Instruct", "Qwen--Qwen2.5-7B-Instruct"} <= downloads
+    (llama,) = [j for j in paper_jobs if j.rule == "generate_bfcl" and j.wildcards == {"model": "llama32-3b", "protocol": "default", "seed": "0"}]
+    assert llama.run_config["model"] == {"tag": "llama32-3b", "source": "hub", "model": "meta-llama/Llama-3.2-3B-Instruct"}
+    assert "models/hub/meta-llama--Llama-3.2-3B-Instruct" in " ".join(llama.inputs)
 
 
 def test_efficient_run_raises_n_in_multi_turn_only(paper_jobs):
