@@ -87,3 +87,19 @@ def test_bfcl_serves_with_the_vllm_of_the_chosen_cuda_majors_env_under_conda():
     assert bfcl_vllm(locate, conda)["vllm"] == "the vllm of workflow/envs/eval-vllm.yaml"
     assert bfcl_vllm(locate, conda, cuda=12)["vllm"] == "the vllm of workflow/envs/eval-vllm-cu12.yaml"
     assert bfcl_vllm([], conda, cuda=12) is None
+
+
+def test_plan_warns_when_a_paper_scale_speedup_may_run_on_sdpa():
+    """The down-sampling speedup grows with the update's share of a step, which sdpa (no padding removal)
+    inflates: a paper-scale comparison not pinned to flash_attention_2 is said before the bill."""
+    from toolcall_repro.plan import attention_warning
+
+    repo = Path(__file__).resolve().parents[1]
+    base = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    paper = {**base, **yaml.safe_load((repo / "config" / "paper.yaml").read_text())}
+    line = attention_warning(Experiment(paper))
+    assert line and "attn_implementation is auto" in line and "efficient against vanilla" in line
+    assert "FLASH_ATTN=1 scripts/install-verl-env.sh --gpu" in line
+    paper["train"]["verl"]["attn_implementation"] = "flash_attention_2"
+    assert attention_warning(Experiment(paper)) is None
+    assert attention_warning(Experiment(base)) is None  # the local engine: no verl kernel to choose

@@ -245,6 +245,30 @@ def time_warnings(over: dict[str, tuple[int, int]], max_runtime: int | None, pro
     ]
 
 
+def attention_warning(exp: Experiment) -> str | None:
+    """A paper-scale efficiency comparison (a vanilla run beside a run that down-samples) whose actor may
+    run on sdpa: without flash-attn's padding removal the update's share of step time grows, and with it the
+    down-sampling speedup, so the timing would not be the paper's. None when flash_attention_2 is asked
+    for, or nothing is compared."""
+    if not exp.paper_scale:
+        return None
+    impl = (exp.jobs.verl or {}).get("attn_implementation", "auto")
+    runs = exp.requested_runs()
+    variants = {v for _, v, _ in runs}
+    downsampling = {v for d, v, _ in runs if exp.run_config(d, v).get("downsample")}
+    if impl == "flash_attention_2" or "vanilla" not in variants or not downsampling:
+        return None
+    how = "sdpa" if impl == "sdpa" else "flash_attention_2 only where flash-attn imports in the training env, else sdpa"
+    return (
+        f"warning: train.verl.attn_implementation is {impl} ({how}): on sdpa the actor runs without padding "
+        "removal, the update takes a larger share of each step and the down-sampling speedup "
+        f"({', '.join(sorted(downsampling))} against vanilla) grows with it; the paper's timings are on "
+        "flash-attn. Build it into the training env (FLASH_ATTN=1 scripts/install-verl-env.sh --gpu; "
+        "docs/cluster.md) and set flash_attention_2, or read the timings as sdpa's (a run's verl/overrides.txt "
+        "names the kernel it ran)"
+    )
+
+
 def format_plan(plan: dict) -> str:
     head = ("rule", "job", "GPUs", "nodes", "runtime", "mem GB", "steps", "prompts/step", "rollouts/step",
             "update rows/step", "rollouts")  # fmt: skip
@@ -386,8 +410,9 @@ def main(argv: list[str] | None = None) -> int:
     except VLLMNotFound as exc:
         problem = f"generate_bfcl will find no `vllm` to serve with: {exc}"
     print(json.dumps(plan, indent=2) if a.json else format_plan(plan))
-    for warning in time_warnings(over, max_runtime, a.profile):
-        print(f"toolcall-repro plan: {warning}", file=sys.stderr)
+    for warning in [*time_warnings(over, max_runtime, a.profile), attention_warning(exp)]:
+        if warning:
+            print(f"toolcall-repro plan: {warning}", file=sys.stderr)
     if problem:
         print(f"toolcall-repro plan: {problem}", file=sys.stderr)
         return 1
