@@ -4,9 +4,10 @@
 
 Runs Snakemake's own dry-run with the profile (the real DAG, the profile's and the rules' resources, the
 exact command of every job) but without its software deployment (a plan builds no env, so it runs where
-conda is absent, e.g. a login node), keeps the GPU jobs, and for each training job computes steps, rollouts and
-rows per step from the run config its job spec carries (`python -m toolcall_repro.job SPEC`: its "config") and the training-set sizes: the filter chains'
-targets from config (the paper's 2.3k single-turn, 2.6k multi-turn, 0.7k format study), or the row counts
+conda is absent, e.g. a login node), keeps the GPU jobs (their resources as Snakemake gives them), and for
+each training job computes steps, rollouts and rows per step from the experiment's own run config of the
+job's (dataset, variant) (the one the rule passes; the job sheet says which rules train) and the
+training-set sizes: the filter chains' targets from config (the paper's 2.3k single-turn, 2.6k multi-turn, 0.7k format study), or the row counts
 of the training parquets once they exist (the experiment's training sets: toolcall_repro.experiment).
 Filtered epochs shrink, so steps and rollouts are upper bounds.
 A job that asks for more time than the profile's site settings allow (`max_runtime`) is warned about: SLURM
@@ -35,6 +36,7 @@ from toolcall_repro.eval.bfcl.locate import VLLMNotFound, find_vllm
 from toolcall_repro.experiment import TRAIN_DATASETS, Experiment
 from toolcall_repro.hub_lock import gated_without_token
 from toolcall_repro.runconfig import effective_m
+from toolcall_repro.sheet import KINDS
 
 RULE_RE = re.compile(r"^(?:local)?rule (\w+):$")
 # Profile keys that deploy software (conda, apptainer, env modules): a dry-run with them asks conda.
@@ -70,7 +72,8 @@ class PlannedJob:
     @property
     def spec(self) -> dict | None:
         """The job of the command (`python -m toolcall_repro.job SPEC [FILES]`, both merged, the spec's
-        keys first), None for another command."""
+        keys first), None for another command: what the tests read of a planned job (the plan itself takes
+        a job's config from the experiment)."""
         try:
             argv = shlex.split(self.shell)
         except ValueError:
@@ -196,13 +199,14 @@ def gpu_jobs_plan(jobs: list[PlannedJob], exp: Experiment, retries: int = 0, roo
             "runtime_min": runtime,
             "max_gpu_hours": job.gpus * runtime / 60 * (1 + retries),
         }
-        run = job.run_config or {}
-        if (job.spec or {}).get("stage") == "train_grpo":  # train_grpo and its seed twin
-            dataset = job.wildcards.get("dataset")
+        row = KINDS.get(job.rule)  # the job sheet's: what the rule runs, read from the experiment, not the command
+        if row is not None and row.stage == "train_grpo":  # train_grpo and its seed twin
+            dataset = job.wildcards["dataset"]
             n_rows, source = rows.get(dataset, (None, "unknown"))
+            run = exp.run_config(dataset, job.wildcards["variant"])
             entry["training"] = {**training_plan(run, n_rows), "rows_from": source}
-        elif "rollouts" in run:
-            entry["rollouts_per_prompt"] = run["rollouts"]
+        elif row is not None and row.setting is not None:  # a filter chain's rollouts
+            entry["rollouts_per_prompt"] = exp.config["filter"][row.setting]["rollouts"]
         planned.append(entry)
     planned.sort(key=lambda e: (e["rule"] != "train_grpo", e["rule"], e["job"]))
     return {

@@ -40,8 +40,10 @@ class Kind:
     env: str = "cpu"  # the env at paper scale (the embedded default runs every job in cpu.yaml)
     gpu_env_always: bool = False  # the GPU env at both scales (locate_vllm finds vLLM's `vllm` there)
     # the score files it writes, as (benchmark, kind: layout.SCORE_KINDS): what the analysis reads, each
-    # filed with its manifest under this rule (experiment.Score.rule)
+    # filed with its manifest under this rule (units.Score.rule)
     scores: tuple[tuple[str, str], ...] = ()
+    # a filter chain's setting (config filter.<setting>): what `plan` reads of its job
+    setting: str | None = None
 
     @property
     def stage(self) -> str:
@@ -64,8 +66,10 @@ KINDS: dict[str, Kind] = _kinds(
     Kind("warmstart_base_model", "toolcall_repro.engines.local.warmstart"),
     Kind("download_model", "toolcall_repro.data.download"),
     # filter.smk
-    Kind("filter_single_turn", "toolcall_repro.data.filter_cli", cluster="filter", env="eval-vllm"),
-    Kind("filter_multi_turn", "toolcall_repro.data.filter_cli", cluster="filter", env="eval-vllm"),
+    Kind("filter_single_turn", "toolcall_repro.data.filter_cli", cluster="filter", env="eval-vllm",
+         setting="single_turn"),  # fmt: skip
+    Kind("filter_multi_turn", "toolcall_repro.data.filter_cli", cluster="filter", env="eval-vllm",
+         setting="multi_turn"),  # fmt: skip
     Kind("subset_format_study", "toolcall_repro.data.filter_cli"),
     Kind("pool_tooln1", "toolcall_repro.data.filter_cli"),
     Kind("report_filter", "toolcall_repro.data.report"),
