@@ -169,9 +169,9 @@ def test_fit_saves_and_scores_the_last_step_when_epochs_shrank(trainer, recorded
     trainer.fit()
     saved, validated = recorded
     assert saved == [2, 4, 5] and validated == [2, 4, 5]
-    final = json.loads(open(trainer.toolcall["final_validation"]).read())
+    final = json.loads(open(trainer.toolcall.final_validation).read())
     assert final["step"] == 5 and final["metrics"] == {"val-core/single_turn/acc/mean@1": 0.75}
-    state = json.loads(open(trainer.toolcall["filter_state"]).read())
+    state = json.loads(open(trainer.toolcall.filter_state).read())
     assert state["config"]["k"] == 1
 
 
@@ -179,7 +179,7 @@ def test_fit_does_not_repeat_what_verl_did_on_its_last_step(trainer, recorded, m
     monkeypatch.setattr(RayPPOTrainer, "fit", _verl_loop(4))
     trainer.fit()
     assert recorded == ([2, 4], [2, 4])
-    assert not os.path.exists(trainer.toolcall["final_validation"])
+    assert not os.path.exists(trainer.toolcall.final_validation)
 
 
 def test_sampler_epochs_are_seeded_and_built_from_the_full_set():

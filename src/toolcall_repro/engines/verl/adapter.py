@@ -37,6 +37,7 @@ from toolcall_repro.engines.verl.batch import (
     subset_with_advantages,
     token_counts,
 )
+from toolcall_repro.engines.verl.hydra import ToolcallSection
 from toolcall_repro.io import atomic_write_json
 from toolcall_repro.rl import StreakFilter, step_metrics, without_timings
 from toolcall_repro.runconfig import FILTER_KEYS
@@ -201,7 +202,7 @@ class ToolcallPPOTrainer(RayPPOTrainer):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.toolcall = OmegaConf.to_container(self.config.toolcall, resolve=True)
+        self.toolcall = ToolcallSection.read(OmegaConf.to_container(self.config.toolcall, resolve=True))
         sampler = self.train_dataloader.sampler
         if not isinstance(sampler, StreakFilterSampler):
             raise TypeError(f"ToolcallPPOTrainer needs a StreakFilterSampler, got {type(sampler).__name__}")
@@ -214,23 +215,23 @@ class ToolcallPPOTrainer(RayPPOTrainer):
     def _update_actor(self, batch: DataProto) -> DataProto:
         results = rewards_by_sample(batch)
         self.streak_sampler.record(results)
-        down = self.toolcall.get("downsample")
+        down = self.toolcall.downsample
         gen = token_counts(batch)
         extra: dict = {}
         if not down:
             update, out = gen, super()._update_actor(batch)
         else:
-            rng = np.random.default_rng([int(self.toolcall["seed"]), int(self.global_steps)])
+            rng = np.random.default_rng([self.toolcall.seed, int(self.global_steps)])
             rows, adv = downsample_plan(
                 sequence_rewards(batch),
                 groups_by_uid(batch),
-                int(down["m"]),
-                down["selection"],
-                down["advantage_scope"],
+                down.m,
+                down.selection,
+                down.advantage_scope,
                 rng,
             )
             sub = subset_with_advantages(batch, rows, adv)
-            scaled = int(self.toolcall["scaled_mini_batch_size"])
+            scaled = self.toolcall.scaled_mini_batch_size
             mini_rows = scaled * int(self.config.actor_rollout_ref.rollout.n)
             if len(sub) % mini_rows:
                 raise ValueError(
@@ -278,11 +279,11 @@ class ToolcallPPOTrainer(RayPPOTrainer):
         _write_json(os.path.join(folder, CHECKPOINT_STATE), self._checkpoint_state())
         super()._save_checkpoint()
         self._last_saved_step = self.global_steps
-        _write_json(self.toolcall["filter_state"], self.streak_sampler.filter.state_dict())
+        _write_json(self.toolcall.filter_state, self.streak_sampler.filter.state_dict())
 
     def _checkpoint_state(self) -> dict:
         return {
-            "fingerprint": self.toolcall.get("fingerprint"),
+            "fingerprint": self.toolcall.fingerprint,
             "step": int(self.global_steps),
             "sampler": self.streak_sampler.checkpoint_state(),
         }
@@ -300,7 +301,7 @@ class ToolcallPPOTrainer(RayPPOTrainer):
         if folder is None:
             return out
         state = read_checkpoint_state(folder)
-        if state["fingerprint"] != self.toolcall.get("fingerprint"):
+        if state["fingerprint"] != self.toolcall.fingerprint:
             raise ValueError(
                 f"{folder} was written by another run (fingerprint differs): not resuming from it"
             )
@@ -348,10 +349,10 @@ class ToolcallPPOTrainer(RayPPOTrainer):
             metrics = self._validate()
             self._shutdown_dump_executor()
             _write_json(
-                self.toolcall["final_validation"],
+                self.toolcall.final_validation,
                 {"step": last, "epoch": self.streak_sampler.epoch, "metrics": _json_safe(metrics)},
             )
-        _write_json(self.toolcall["filter_state"], self.streak_sampler.filter.state_dict())
+        _write_json(self.toolcall.filter_state, self.streak_sampler.filter.state_dict())
 
 
 def _json_safe(metrics: Mapping) -> dict:

@@ -16,13 +16,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 from toolcall_repro.backends.vllm import CPU_KV_CACHE_BYTES
 from toolcall_repro.runconfig import (
     LOSS_AGG,
     REQUIRED,
     ConfigError,
+    DownsampleConfig,
+    FilterConfig,
     RunConfig,
     effective_m,
     m_problem,
@@ -363,6 +365,39 @@ def flat_overrides(prefix: str, value: object, add: bool = False) -> list[str]:
     if isinstance(value, Mapping):
         return [f"{plus}{prefix}={{}}"]
     return [f"{plus}{prefix}={hydra_value(value)}"]
+
+
+@dataclass(frozen=True)
+class ToolcallSection:
+    """Our settings in verl's composed config (key `toolcall`, written by `toolcall_section`), typed: the
+    trainer subclass (adapter.py) reads them back once, through `read`, and then by field."""
+
+    setting: str | None
+    variant: str | None
+    seed: int
+    filter: FilterConfig | None
+    downsample: DownsampleConfig | None
+    scaled_mini_batch_size: int
+    log_jsonl: str
+    filter_state: str
+    final_validation: str
+    tensorboard_dir: str = ""
+    fingerprint: str | None = None
+
+    @classmethod
+    def read(cls, section: Mapping) -> ToolcallSection:
+        """The section as verl's config holds it (a plain mapping: OmegaConf.to_container); an unknown key
+        is an error naming the known ones."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(section) - known)
+        if unknown:
+            raise VerlConfigError(f"toolcall: unknown keys {unknown}; known: {sorted(known)}")
+        filt, down = section.get("filter"), section.get("downsample")
+        return cls(**{
+            **section,
+            "filter": FilterConfig(**filt) if filt else None,
+            "downsample": DownsampleConfig(**down) if down else None,
+        })  # fmt: skip
 
 
 def toolcall_section(
