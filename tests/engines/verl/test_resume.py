@@ -171,5 +171,5 @@ def test_a_retry_after_the_last_step_trains_nothing_more(
     t = cpu_trainer([*retry_overrides, "data.dataloader_num_workers=0"], tokenizer)
     t.checkpoint_manager = SimpleNamespace(update_weights=lambda step: None)
     t.fit()
-    final = json.loads(open(t.toolcall["final_validation"]).read())
+    final = json.loads(open(t.toolcall.final_validation).read())
     assert final["step"] == 3 and final["metrics"] == {ACC: 0.5}
